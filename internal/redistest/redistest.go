@@ -1,0 +1,186 @@
+// Package redistest starts private redis-server processes for tests: a real
+// server on 127.0.0.1, on a port picked by the harness, in a temporary
+// directory, stopped when the test ends. It is test support, not public API.
+//
+// redis-server must be on PATH (.ci/run installs Debian's package when it is
+// missing). Under `go test -short` tests that need it are skipped.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is one private redis-server process.
+type Server struct {
+	tb   testing.TB
+	dir  string
+	port int
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// Start launches a redis-server on a free loopback port and registers its
+// shutdown with tb.Cleanup. It fails the test when redis-server is missing,
+// and skips it under -short.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("redistest: real redis-server tests skipped under -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		tb.Fatalf("redistest: redis-server not on PATH (apt-get install -y redis-server): %v", err)
+	}
+	s := &Server{tb: tb, dir: tb.TempDir(), port: freePort(tb)}
+	s.start()
+	tb.Cleanup(s.Kill)
+	return s
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// URL is a redis:// URL for database 0 of the server.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+func (s *Server) start() {
+	s.tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		cmd := exec.Command("redis-server",
+			"--port", strconv.Itoa(s.port),
+			"--bind", "127.0.0.1",
+			"--dir", s.dir,
+			"--dbfilename", "dump.rdb",
+			"--save", "",
+			"--appendonly", "no",
+			"--protected-mode", "yes",
+			"--logfile", filepath.Join(s.dir, "redis.log"),
+		)
+		if err := cmd.Start(); err != nil {
+			s.tb.Fatalf("redistest: start redis-server: %v", err)
+		}
+		if lastErr = waitReady(s.Addr(), 5*time.Second); lastErr == nil {
+			s.cmd = cmd
+			go func() { _ = cmd.Wait() }()
+			return
+		}
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		s.port = freePort(s.tb) // the port may have been taken meanwhile
+	}
+	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	s.tb.Fatalf("redistest: redis-server did not become ready: %v\n%s", lastErr, log)
+}
+
+// Stop shuts the server down, saving its data set so that Restart brings the
+// same keys back (as a Redis with persistence would after a restart).
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if _, err := Do(s.Addr(), "SHUTDOWN", "SAVE"); err != nil {
+		_ = cmd.Process.Kill()
+	}
+	waitGone(s.Addr(), 5*time.Second)
+}
+
+// Kill stops the server at once without saving. It is idempotent.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	waitGone(s.Addr(), 5*time.Second)
+}
+
+// Restart starts a stopped server again on the same port and directory.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	port := s.port
+	s.start()
+	if s.port != port {
+		s.tb.Fatalf("redistest: could not restart on port %d", port)
+	}
+}
+
+// Do sends one command over a fresh connection and returns the first reply
+// line (RESP type byte included), for harness use and low-level test setup.
+func Do(addr string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+func waitReady(addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	var err error
+	for time.Now().Before(deadline) {
+		var reply string
+		if reply, err = Do(addr, "PING"); err == nil && reply == "+PONG" {
+			return nil
+		} else if err == nil {
+			err = fmt.Errorf("unexpected reply %q", reply)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
+func waitGone(addr string, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: pick port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
