@@ -1,0 +1,203 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"unicode/utf8"
+)
+
+// AADVersion is the first byte of every additional-authenticated-data block
+// this package builds: the protocol's AAD layout number 3.
+const AADVersion byte = 0x03
+
+// MaxAADSize is the largest AAD, in bytes, that AppendAAD and
+// AppendAADWithType build (64 KiB). Real AADs are a few hundred bytes at
+// most; the cap stops a runaway cache key from producing an unbounded
+// authenticated header.
+const MaxAADSize = 64 << 10
+
+// Serialization-format tokens. They name the family of the bytes that are
+// sealed (the AES-GCM plaintext) and appear both in the AAD and in the
+// ByteStorage envelope's format field. They are case-sensitive and form a
+// closed registry: the builders in this package refuse any other token.
+const (
+	// FormatMsgpack names MessagePack-family plaintext (a ByteStorage
+	// envelope over MessagePack, or plain MessagePack).
+	FormatMsgpack = "msgpack"
+	// FormatOrjson names JSON plaintext as written by cachekit-py's orjson
+	// serializer.
+	FormatOrjson = "orjson"
+	// FormatArrow names cachekit-py's Arrow IPC file envelope.
+	FormatArrow = "arrow"
+)
+
+// The two frozen spellings of the compressed flag. They are protocol
+// constants, not a rendering of Go's bool.
+const (
+	aadTrue  = "True"
+	aadFalse = "False"
+)
+
+// aadLenPrefix is the size of each component's big-endian length prefix.
+const aadLenPrefix = 4
+
+// knownFormat reports whether format is a registry token.
+func knownFormat(format string) bool {
+	switch format {
+	case FormatMsgpack, FormatOrjson, FormatArrow:
+		return true
+	}
+	return false
+}
+
+// compressedToken returns the frozen ASCII token for the compressed flag.
+func compressedToken(compressed bool) string {
+	if compressed {
+		return aadTrue
+	}
+	return aadFalse
+}
+
+// AADLen returns the number of bytes AppendAAD appends for these inputs
+// (the four-component form), whether or not the inputs are valid.
+func AADLen(tenant, cacheKey, format string, compressed bool) int {
+	return 1 + 4*aadLenPrefix + len(tenant) + len(cacheKey) + len(format) +
+		len(compressedToken(compressed))
+}
+
+// aadLenWithType returns the length of the five-component form.
+func aadLenWithType(tenant, cacheKey, format string, compressed bool, originalType string) int {
+	return AADLen(tenant, cacheKey, format, compressed) + aadLenPrefix + len(originalType)
+}
+
+// AppendAAD appends the four-component AAD v0x03 to dst and returns the
+// extended slice: the version byte, then tenant, cache key, format token and
+// the compressed token ("True" or "False"), each preceded by its length as a
+// 4-byte big-endian integer. This is the shape cachekit-ts, cachekit-rs and
+// interop mode use.
+//
+// cacheKey is the full logical backend key, every client-side prefix
+// included. tenant must already be resolved (the protocol's implicit tenant
+// is the literal "default", never the empty string). Components must be
+// non-empty valid UTF-8, format must be a registry token, and the result must
+// fit MaxAADSize; otherwise AppendAAD returns dst unchanged and a
+// *FormatError with Op "aad". The error never quotes the inputs.
+//
+// AppendAAD does not allocate when dst has AADLen spare capacity.
+func AppendAAD(dst []byte, tenant, cacheKey, format string, compressed bool) ([]byte, error) {
+	if err := checkAADInputs(tenant, cacheKey, format); err != nil {
+		return dst, err
+	}
+	n := AADLen(tenant, cacheKey, format, compressed)
+	if n > MaxAADSize || n < 0 {
+		return dst, formatErr("aad", ErrTooLarge, "aad would exceed 64 KiB")
+	}
+	dst = slices.Grow(dst, n)
+	dst = append(dst, AADVersion)
+	dst = appendAADComponent(dst, tenant)
+	dst = appendAADComponent(dst, cacheKey)
+	dst = appendAADComponent(dst, format)
+	dst = appendAADComponent(dst, compressedToken(compressed))
+	return dst, nil
+}
+
+// AppendAADWithType appends the five-component AAD v0x03: the four
+// components of AppendAAD followed by the length-prefixed originalType hint,
+// the shape every encrypted cachekit-py auto-mode entry carries. Interop
+// mode never uses it. originalType must be non-empty valid UTF-8; the other
+// rules and the error behaviour are those of AppendAAD. It does not allocate
+// when dst has enough spare capacity.
+func AppendAADWithType(dst []byte, tenant, cacheKey, format string, compressed bool, originalType string) ([]byte, error) {
+	if err := checkAADInputs(tenant, cacheKey, format); err != nil {
+		return dst, err
+	}
+	if err := checkAADComponent("original type", originalType); err != nil {
+		return dst, err
+	}
+	n := aadLenWithType(tenant, cacheKey, format, compressed, originalType)
+	if n > MaxAADSize || n < 0 {
+		return dst, formatErr("aad", ErrTooLarge, "aad would exceed 64 KiB")
+	}
+	dst = slices.Grow(dst, n)
+	dst = append(dst, AADVersion)
+	dst = appendAADComponent(dst, tenant)
+	dst = appendAADComponent(dst, cacheKey)
+	dst = appendAADComponent(dst, format)
+	dst = appendAADComponent(dst, compressedToken(compressed))
+	dst = appendAADComponent(dst, originalType)
+	return dst, nil
+}
+
+// checkAADInputs validates the components shared by both AAD shapes.
+func checkAADInputs(tenant, cacheKey, format string) error {
+	if err := checkAADComponent("tenant", tenant); err != nil {
+		return err
+	}
+	if err := checkAADComponent("cache key", cacheKey); err != nil {
+		return err
+	}
+	if !knownFormat(format) {
+		return formatErr("aad", ErrMalformed, "format is not a registered token")
+	}
+	return nil
+}
+
+// checkAADComponent rejects empty, oversized or non-UTF-8 components. what
+// names the component in the error; the value itself is never quoted.
+func checkAADComponent(what, s string) error {
+	switch {
+	case len(s) == 0:
+		return formatErr("aad", ErrMalformed, what+" is empty")
+	case len(s) > MaxAADSize:
+		return formatErr("aad", ErrTooLarge, what+" would exceed 64 KiB")
+	case !utf8.ValidString(s):
+		return formatErr("aad", ErrMalformed, what+" is not valid UTF-8")
+	}
+	return nil
+}
+
+// appendAADComponent appends one length-prefixed component. Callers have
+// already bounded len(s) by MaxAADSize, so the uint32 conversion is exact.
+func appendAADComponent(dst []byte, s string) []byte {
+	if uint64(len(s)) > math.MaxUint32 {
+		// Unreachable: checkAADComponent caps components at MaxAADSize.
+		return dst
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+// AppendAADKey is AppendAAD for a cache key given in two parts, a
+// client-side prefix and the caller's key, whose concatenation is the cache
+// key the AAD binds. It appends exactly the bytes of
+// AppendAAD(dst, tenant, keyPrefix+key, format, compressed) without building
+// the joined string, so a client with a key prefix still builds its AAD
+// without allocating. Each part must be valid UTF-8 on its own and the
+// joined key must not be empty.
+func AppendAADKey(dst []byte, tenant, keyPrefix, key, format string, compressed bool) ([]byte, error) {
+	if keyPrefix == "" {
+		return AppendAAD(dst, tenant, key, format, compressed)
+	}
+	if err := checkAADInputs(tenant, keyPrefix, format); err != nil {
+		return dst, err
+	}
+	if key != "" {
+		if err := checkAADComponent("cache key", key); err != nil {
+			return dst, err
+		}
+	}
+	n := AADLen(tenant, keyPrefix, format, compressed) + len(key)
+	if n > MaxAADSize || n < 0 {
+		return dst, formatErr("aad", ErrTooLarge, "aad would exceed 64 KiB")
+	}
+	dst = slices.Grow(dst, n)
+	dst = append(dst, AADVersion)
+	dst = appendAADComponent(dst, tenant)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keyPrefix)+len(key)))
+	dst = append(dst, keyPrefix...)
+	dst = append(dst, key...)
+	dst = appendAADComponent(dst, format)
+	dst = appendAADComponent(dst, compressedToken(compressed))
+	return dst, nil
+}

@@ -1,0 +1,212 @@
+package protocol
+
+import (
+	"slices"
+
+	"github.com/pierrec/lz4/v4"
+	"github.com/zeebo/xxh3"
+)
+
+// Limits of the ByteStorage envelope. Every reader and writer enforces all
+// three; the ratio is checked with an exact 64-bit product, never a division
+// or a floating-point ratio.
+const (
+	// MaxEnvelopeOriginalSize is the largest original (uncompressed) payload,
+	// in bytes: 512 MiB. It also caps the size of a whole envelope.
+	MaxEnvelopeOriginalSize = 512 << 20
+	// MaxEnvelopeCompressedSize is the largest compressed_data field, in
+	// bytes: 512 MiB.
+	MaxEnvelopeCompressedSize = 512 << 20
+	// MaxCompressionRatio bounds original_size by this many times the length
+	// of compressed_data (1000:1), so a small envelope cannot claim a huge
+	// output.
+	MaxCompressionRatio = 1000
+)
+
+// Envelope is the parsed header of a ByteStorage envelope, for inspection
+// tools. ParseEnvelope fills it after the structural and limit checks but
+// without decompressing, so the checksum has not been verified.
+type Envelope struct {
+	// Compressed is the LZ4 block. For the bin encoding it aliases the bytes
+	// given to ParseEnvelope; for the legacy encoding it is a fresh copy.
+	Compressed []byte
+	// Checksum is the big-endian xxHash3-64 of the original bytes, as stored.
+	Checksum [8]byte
+	// OriginalSize is the declared length of the original bytes.
+	OriginalSize uint64
+	// Format is the stored serialization-format string (normally
+	// FormatMsgpack). Readers do not check it.
+	Format string
+	// LegacyArray reports that compressed_data used the pre-1.1 encoding, an
+	// array of integers, rather than bin.
+	LegacyArray bool
+}
+
+// envelopeLimits are the caps a read enforces. Production reads always use
+// defaultEnvelopeLimits; tests lower them to reach checks that a real-size
+// input would need hundreds of MiB to trigger.
+type envelopeLimits struct {
+	maxEnvelope   uint64
+	maxCompressed uint64
+	maxOriginal   uint64
+}
+
+var defaultEnvelopeLimits = envelopeLimits{
+	maxEnvelope:   MaxEnvelopeOriginalSize,
+	maxCompressed: MaxEnvelopeCompressedSize,
+	maxOriginal:   MaxEnvelopeOriginalSize,
+}
+
+// afterDecodeHook, when set by a test, runs on the read path right after the
+// envelope has been decoded and before its limits are checked. The
+// allocation-bound test uses it as the positive control of its probe.
+var afterDecodeHook func(originalSize uint64)
+
+// readEnvelope runs Retrieve Flow steps 1 to 5: the envelope-size cap, the
+// decode-bounds pre-scan, the strict decode, both size caps, the zero-length
+// check and the ratio bound. Nothing is allocated and nothing decompressed.
+func readEnvelope(env []byte, lim envelopeLimits) (rawEnvelope, error) {
+	if uint64(len(env)) > lim.maxEnvelope {
+		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonEnvelopeTooLarge)
+	}
+	if err := prescanEnvelope(env); err != nil {
+		return rawEnvelope{}, err
+	}
+	r, err := decodeEnvelope(env)
+	if err != nil {
+		return rawEnvelope{}, err
+	}
+	if h := afterDecodeHook; h != nil {
+		h(r.originalSize)
+	}
+	if r.compressedLen > lim.maxCompressed {
+		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonCompressedTooLarge)
+	}
+	if r.originalSize > lim.maxOriginal {
+		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonOriginalTooLarge)
+	}
+	if r.compressedLen == 0 {
+		return rawEnvelope{}, envelopeErr(ErrMalformed, reasonZeroLength)
+	}
+	// Both operands are at most 2^29 here, so the product is below 2^39.
+	if r.originalSize > MaxCompressionRatio*r.compressedLen {
+		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonRatio)
+	}
+	return r, nil
+}
+
+// ParseEnvelope decodes and validates an envelope's structure and limits —
+// everything OpenEnvelope checks before decompressing — and returns its
+// fields. It does not decompress and so does not verify the checksum. Errors
+// are *FormatError values with Op "envelope".
+func ParseEnvelope(env []byte) (Envelope, error) {
+	r, err := readEnvelope(env, defaultEnvelopeLimits)
+	if err != nil {
+		return Envelope{}, err
+	}
+	e := Envelope{
+		Checksum:     r.checksum,
+		OriginalSize: r.originalSize,
+		Format:       formatString(r.format),
+		LegacyArray:  r.isLegacy(),
+	}
+	if r.isLegacy() {
+		e.Compressed = copyLegacy(make([]byte, 0, r.compressedLen), r.legacy)
+	} else {
+		e.Compressed = r.compressed
+	}
+	return e, nil
+}
+
+// formatString converts the stored format to a string, without allocating
+// for the registry tokens.
+func formatString(b []byte) string {
+	switch string(b) {
+	case FormatMsgpack:
+		return FormatMsgpack
+	case FormatOrjson:
+		return FormatOrjson
+	case FormatArrow:
+		return FormatArrow
+	}
+	return string(b)
+}
+
+// OpenEnvelope validates the ByteStorage envelope env, decompresses it and
+// appends the original bytes to dst, returning the extended slice. It
+// accepts both encodings of compressed_data (bin and the legacy array of
+// integers) and rejects everything else the protocol rejects: wrong arity or
+// element types, checksum arrays of other than 8 integers, integers out of
+// range, trailing bytes, declared lengths the input cannot hold, sizes over
+// 512 MiB, empty compressed_data, ratios above 1000:1, a decoded length other
+// than original_size, and a checksum mismatch.
+//
+// All limit checks run before any buffer is sized from the header, so a
+// hostile header cannot make OpenEnvelope allocate what it claims. The
+// stored format is not checked; use ParseEnvelope to read it.
+//
+// On error OpenEnvelope returns dst unchanged (any bytes written into its
+// spare capacity are zeroed) and a *FormatError with Op "envelope" wrapping
+// ErrMalformed, ErrTooLarge or ErrChecksum. It does not allocate when env
+// uses the bin encoding and dst has original_size bytes of spare capacity.
+// env must not overlap dst's spare capacity.
+func OpenEnvelope(dst, env []byte) ([]byte, error) {
+	return openEnvelope(dst, env, defaultEnvelopeLimits)
+}
+
+func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
+	r, err := readEnvelope(env, lim)
+	if err != nil {
+		return dst, err
+	}
+	src := r.compressed
+	if r.isLegacy() {
+		// Bounded by the envelope's own length, and only after every check.
+		src = copyLegacy(make([]byte, 0, r.compressedLen), r.legacy)
+	}
+	size := int(r.originalSize) // at most maxOriginal, which fits an int
+	start := len(dst)
+	dst = slices.Grow(dst, size)
+	out := dst[start : start+size]
+	if overlaps(out, env) {
+		return dst[:start], envelopeErr(ErrMalformed, "env overlaps dst's spare capacity")
+	}
+	n, err := uncompressBlock(src, out)
+	if err != nil {
+		clear(out)
+		return dst[:start], envelopeErr(ErrMalformed, reasonBadBlock)
+	}
+	if n != size {
+		clear(out)
+		return dst[:start], envelopeErr(ErrMalformed, reasonLength)
+	}
+	if xxh3.Hash(out) != beUint64(r.checksum) {
+		clear(out)
+		return dst[:start], envelopeErr(ErrChecksum, reasonChecksumMismatch)
+	}
+	return dst[:start+size], nil
+}
+
+// uncompressBlock decodes one LZ4 block into out and returns the decoded
+// length: less than len(out) when the block is shorter, an error when it is
+// invalid or longer. An empty out accepts only the empty block, a single
+// zero token, without asking the library to decode into no room at all.
+func uncompressBlock(src, out []byte) (int, error) {
+	if len(out) == 0 {
+		if len(src) == 1 && src[0] == 0 {
+			return 0, nil
+		}
+		return 0, errBlockTooLong
+	}
+	return lz4.UncompressBlock(src, out)
+}
+
+// errBlockTooLong is internal: the block is not the empty block although
+// original_size is zero. It surfaces as reasonBadBlock.
+var errBlockTooLong = envelopeErr(ErrMalformed, reasonBadBlock)
+
+// beUint64 interprets a stored checksum as the big-endian integer it is.
+func beUint64(b [8]byte) uint64 {
+	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+}

@@ -1,0 +1,194 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/pierrec/lz4/v4"
+	"github.com/zeebo/xxh3"
+)
+
+// This file holds the writing half of the ByteStorage envelope codec. The
+// writer emits only the canonical encoding: fixarray(4), compressed_data as
+// the shortest bin, the checksum as fixarray(8) of shortest unsigned
+// integers, original_size as the shortest unsigned integer, format as a
+// fixstr.
+
+// envelopeFixedBound is the most a sealed envelope adds around its LZ4 block:
+// the array marker (1), a bin32 header (5), the checksum array with every
+// byte in two-byte form (1+16), a uint32 original_size (5) and the longest
+// registry token as fixstr (1+7).
+const envelopeFixedBound = 1 + 5 + 1 + 16 + 5 + 1 + len(FormatMsgpack)
+
+// compressors pools LZ4 compressors: each holds a 136 KiB hash table that is
+// too large to allocate per call.
+var compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
+// SealEnvelopeBound returns an upper bound, in bytes, of what SealEnvelope
+// appends for an original of n bytes (n at most MaxEnvelopeOriginalSize).
+// Giving dst that much spare capacity makes SealEnvelope allocation-free.
+func SealEnvelopeBound(n int) int {
+	if n < 0 {
+		n = 0
+	}
+	return lz4.CompressBlockBound(n) + envelopeFixedBound
+}
+
+// SealEnvelope wraps original in a ByteStorage envelope and appends it to
+// dst, returning the extended slice. The envelope is the canonical
+// MessagePack 4-array [compressed_data as the shortest bin, the big-endian
+// xxHash3-64 of original as an array of 8 integers, len(original) as the
+// shortest unsigned integer, format as a str]. compressed_data is one LZ4
+// block; incompressible input is stored as a literals-only block, and empty
+// input as the one-byte empty block, so every envelope SealEnvelope writes is
+// readable by OpenEnvelope and by the other SDKs.
+//
+// format must be a registry token (FormatMsgpack, FormatOrjson or
+// FormatArrow). original may be at most MaxEnvelopeOriginalSize bytes, and the
+// LZ4 block and the whole envelope must also fit 512 MiB. On error
+// SealEnvelope returns dst unchanged (bytes written to its spare capacity are
+// zeroed) and a *FormatError with Op "envelope". original must not overlap
+// dst's spare capacity. SealEnvelope does not allocate when dst has
+// SealEnvelopeBound(len(original)) bytes of spare capacity.
+func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
+	if !knownFormat(format) {
+		return dst, envelopeErr(ErrMalformed, "format is not a registered token")
+	}
+	if len(original) > MaxEnvelopeOriginalSize {
+		return dst, envelopeErr(ErrTooLarge, "original exceeds 512 MiB")
+	}
+	lzBound := lz4.CompressBlockBound(len(original))
+	start := len(dst)
+	dst = slices.Grow(dst, lzBound+envelopeFixedBound)
+	work := dst[start : start+lzBound+envelopeFixedBound]
+	if overlaps(work, original) {
+		return dst[:start], envelopeErr(ErrMalformed, "original overlaps dst's spare capacity")
+	}
+
+	// Compress behind the widest bin header the bound allows, then slide the
+	// block down if the real length needs a shorter header.
+	reserved := 1 + binHeaderLen(lzBound)
+	c := compressors.Get().(*lz4.Compressor)
+	m, err := c.CompressBlock(original, work[reserved:reserved+lzBound])
+	compressors.Put(c)
+	if err != nil || m <= 0 {
+		// Unreachable with a full-bound destination; refuse rather than
+		// emit an empty block no reader accepts.
+		clear(work)
+		return dst[:start], envelopeErr(ErrMalformed, "lz4 compression failed")
+	}
+	if m > MaxEnvelopeCompressedSize {
+		clear(work)
+		return dst[:start], envelopeErr(ErrTooLarge, "compressed_data exceeds 512 MiB")
+	}
+	head := 1 + binHeaderLen(m)
+	if head < reserved {
+		copy(work[head:], work[reserved:reserved+m])
+	}
+	work[0] = 0x94
+	putBinHeader(work[1:head], m)
+
+	out := dst[:start+head+m]
+	out = appendEnvelopeTail(out, xxh3.Hash(original), uint64(len(original)), format)
+	if len(out)-start > MaxEnvelopeOriginalSize {
+		clear(work)
+		return dst[:start], envelopeErr(ErrTooLarge, "envelope exceeds 512 MiB")
+	}
+	return out, nil
+}
+
+// appendEnvelopeFields encodes given fields canonically. The writer checks
+// in tests use it to compare the encoding with vectors whose LZ4 bytes come
+// from another compressor.
+func appendEnvelopeFields(dst, compressed []byte, checksum uint64, originalSize uint64, format string) []byte {
+	dst = append(dst, 0x94)
+	var h [5]byte
+	n := binHeaderLen(len(compressed))
+	putBinHeader(h[:n], len(compressed))
+	dst = append(dst, h[:n]...)
+	dst = append(dst, compressed...)
+	return appendEnvelopeTail(dst, checksum, originalSize, format)
+}
+
+// appendEnvelopeTail appends elements [1] to [3]: the checksum as an array of
+// 8 integers, original_size and the format string.
+func appendEnvelopeTail(dst []byte, checksum, originalSize uint64, format string) []byte {
+	dst = append(dst, 0x98)
+	for shift := 56; shift >= 0; shift -= 8 {
+		dst = appendMsgpackUint(dst, uint64(byte(checksum>>shift)))
+	}
+	dst = appendMsgpackUint(dst, originalSize)
+	dst = appendMsgpackStr(dst, format)
+	return dst
+}
+
+// binHeaderLen returns the size of the shortest bin header for n bytes.
+func binHeaderLen(n int) int {
+	switch {
+	case n <= 0xff:
+		return 2
+	case n <= 0xffff:
+		return 3
+	default:
+		return 5
+	}
+}
+
+// putBinHeader writes the shortest bin header for n into h, which is
+// exactly binHeaderLen(n) bytes long.
+func putBinHeader(h []byte, n int) {
+	switch len(h) {
+	case 2:
+		h[0], h[1] = 0xc4, byte(n)
+	case 3:
+		h[0] = 0xc5
+		binary.BigEndian.PutUint16(h[1:], uint16(n))
+	default:
+		h[0] = 0xc6
+		binary.BigEndian.PutUint32(h[1:], uint32(n))
+	}
+}
+
+// appendMsgpackUint appends v as the shortest MessagePack unsigned integer.
+func appendMsgpackUint(dst []byte, v uint64) []byte {
+	switch {
+	case v <= 0x7f:
+		return append(dst, byte(v))
+	case v <= 0xff:
+		return append(dst, 0xcc, byte(v))
+	case v <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(dst, 0xcd), uint16(v))
+	case v <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(dst, 0xce), uint32(v))
+	default:
+		return binary.BigEndian.AppendUint64(append(dst, 0xcf), v)
+	}
+}
+
+// appendMsgpackStr appends s as the shortest MessagePack str.
+func appendMsgpackStr(dst []byte, s string) []byte {
+	switch n := len(s); {
+	case n <= 31:
+		dst = append(dst, 0xa0|byte(n))
+	case n <= 0xff:
+		dst = append(dst, 0xd9, byte(n))
+	case n <= 0xffff:
+		dst = binary.BigEndian.AppendUint16(append(dst, 0xda), uint16(n))
+	default:
+		dst = binary.BigEndian.AppendUint32(append(dst, 0xdb), uint32(n))
+	}
+	return append(dst, s...)
+}
+
+// overlaps reports whether x and y share any memory, the check
+// cipher.AEAD implementations make before writing into dst's spare capacity.
+func overlaps(x, y []byte) bool {
+	if len(x) == 0 || len(y) == 0 {
+		return false
+	}
+	xs := uintptr(unsafe.Pointer(unsafe.SliceData(x)))
+	ys := uintptr(unsafe.Pointer(unsafe.SliceData(y)))
+	return xs <= ys+uintptr(len(y)-1) && ys <= xs+uintptr(len(x)-1)
+}
