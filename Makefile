@@ -6,8 +6,10 @@ STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: test test-short lint fmt fuzz bench tools
 
-## test: every test, race detector on, against a private redis-server the tests start.
+## test: every test, race detector on, against private redis-servers the tests
+## start (scripts/ensure-redis installs redis-server when it is missing).
 test:
+	./scripts/ensure-redis
 	$(GO) test -race -count=1 $(PKGS)
 
 ## test-short: the fast unit tests only (no redis-server needed).
