@@ -1,1 +1,38 @@
+// Package l2 is CacheKit's shared cache tier: the Redis commands the client
+// needs, on top of go-redis v9. It is the only package of the module that
+// imports go-redis.
+//
+// # What it stores
+//
+// Values are opaque bytes. The CacheKit client hands l2 sealed bytes only
+// (AES-256-GCM ciphertext of the ByteStorage envelope) under full protocol
+// keys, so what Redis holds is the same for every CacheKit SDK. Every write
+// carries a TTL, sent as SET ... PX in milliseconds; l2 never writes a key
+// without an expiry.
+//
+// # Round trips
+//
+// Get, Set, Delete, Exists and TTL are one command each. GetWithTTL pipelines
+// GET and PTTL. MGet is a single MGET on a standalone server; on a
+// *redis.ClusterClient the keys are grouped by hash slot (CRC16 of the hash
+// tag, as Redis Cluster places them) and one MGET per slot goes out in one
+// pipeline. MSet pipelines SET PX per item. TryLock is SET NX PX and Unlock a
+// compare-and-delete Lua script.
+//
+// # Errors
+//
+// A missing key is ErrNotFound (go-redis's redis.Nil). Every other failure of
+// Redis, the network or the context is a *BackendError{Op, Err}; errors.Is
+// still finds context.Canceled or context.DeadlineExceeded through it. Caller
+// mistakes are sentinels: ErrInvalidTTL, ErrInvalidURL, ErrClosed. Error
+// messages never contain keys or values: l2 removes the request's keys from
+// the text of go-redis errors, and Open never repeats the URL (it may hold a
+// password).
+//
+// # Ownership
+//
+// A Store does not own its go-redis client: Store.Close only stops the Store,
+// and the client must be closed by whoever created it (Open's caller,
+// typically). Byte slices returned by Get, GetWithTTL and MGet belong to the
+// caller; slices passed to Set and MSet are only read.
 package l2

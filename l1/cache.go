@@ -1,0 +1,235 @@
+package l1
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// Cache is an in-process cache of immutable byte slices with per-entry TTLs,
+// bounded by the total length of the stored values. It is safe for
+// concurrent use. See the package documentation for its guarantees.
+type Cache struct {
+	rc   *ristretto.Cache[string, *entry]
+	cfg  settings
+	seed maphash.Seed
+
+	// closed is written only with every shard write lock held and read
+	// only with a shard read lock held.
+	closed bool
+	// clearing is set while ristretto empties itself on our behalf, so
+	// the entries it drops are not counted as evictions.
+	clearing atomic.Bool
+
+	shards  [numShards]shard
+	stripes [numStripes]stripe
+	ctr     counters
+
+	// testHookLocked, when set, runs inside a write after the version
+	// check, with the key's stripe locked. Tests use it to interleave.
+	testHookLocked func()
+}
+
+// entry is what ristretto stores: the caller's bytes plus the bookkeeping
+// that read-your-write and the injectable clock need.
+type entry struct {
+	val []byte
+	// exp is the expiry instant in Config.Clock's time (Unix nanoseconds);
+	// unused without a Clock.
+	exp int64
+	// rejected is set by ristretto's OnReject callback when admission
+	// turned the entry away.
+	rejected atomic.Bool
+}
+
+// New returns an empty Cache. It fails with a *ConfigError when cfg is
+// invalid. Call Close to stop the cache's background goroutines.
+func New(cfg Config) (*Cache, error) {
+	s, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{cfg: s, seed: maphash.MakeSeed()}
+	rc, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
+		NumCounters:        s.numCounters,
+		MaxCost:            s.maxBytes,
+		BufferItems:        ristrettoBufferSize,
+		IgnoreInternalCost: true,
+		OnEvict:            c.onEvict,
+		OnReject:           c.onReject,
+	})
+	if err != nil {
+		// resolve has already enforced everything ristretto checks.
+		return nil, &ConfigError{Field: "Config", Reason: "rejected by ristretto"}
+	}
+	c.rc = rc
+	return c, nil
+}
+
+// Get returns the bytes stored under key and true, or nil and false when the
+// key is absent, expired, or the cache is closed. The returned slice is
+// shared with the cache: the caller must not modify it. Get itself does not
+// allocate (ristretto's frequency sampling allocates one 512-byte batch now
+// and then: about one allocation per 200 Gets, amortized).
+func (c *Cache) Get(key string) ([]byte, bool) {
+	sh := c.shardOf(c.keyHash(key))
+	sh.mu.RLock()
+	if c.closed {
+		sh.mu.RUnlock()
+		return nil, false
+	}
+	e, ok := c.rc.Get(key)
+	sh.mu.RUnlock()
+	if !ok || e == nil || c.expired(e) {
+		sh.misses.Add(1)
+		return nil, false
+	}
+	sh.hits.Add(1)
+	return e.val, true
+}
+
+// Set stores val under key for ttl (shortened by the configured jitter) and
+// advances the key's Version. The cache keeps val: the caller must not
+// modify it afterwards.
+//
+// When Set returns true, every later Get in this process returns val until
+// the entry expires, is evicted, or a later Set, Delete or Clear replaces
+// it; this holds for new keys too. When it returns false the key is absent
+// from the cache (any older value is gone): admission rejected val (counted
+// in Stats.Rejected), ristretto's write buffer was full (Stats.Dropped),
+// ttl was not positive, or the cache is closed.
+func (c *Cache) Set(key string, val []byte, ttl time.Duration) bool {
+	return c.write(key, val, ttl, 0, false)
+}
+
+// Delete removes key and advances its Version, so that a backfill which
+// read the key before the Delete cannot bring it back.
+func (c *Cache) Delete(key string) {
+	h := c.keyHash(key)
+	sh := c.shardOf(h)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if c.closed {
+		return
+	}
+	st := c.stripeOf(h)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ver.Add(1)
+	c.rc.Del(key)
+}
+
+// Clear removes every entry and advances every Version. Operations that
+// run concurrently with Clear happen either entirely before it or entirely
+// after it. Clear on a closed cache does nothing.
+func (c *Cache) Clear() {
+	c.lockAll()
+	defer c.unlockAll()
+	if c.closed {
+		return
+	}
+	c.clearing.Store(true)
+	c.rc.Clear()
+	c.clearing.Store(false)
+	c.bumpAll()
+}
+
+// Close drops every entry and stops the cache's goroutines. It waits for
+// operations in flight; afterwards Get misses and writes return false. It
+// is idempotent.
+func (c *Cache) Close() {
+	c.lockAll()
+	defer c.unlockAll()
+	if c.closed {
+		return
+	}
+	c.clearing.Store(true)
+	c.rc.Close()
+	c.closed = true
+	c.bumpAll()
+}
+
+// write is Set (conditional false) and SetIfVersion (conditional true).
+func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, conditional bool) bool {
+	h := c.keyHash(key)
+	sh := c.shardOf(h)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if c.closed {
+		return false
+	}
+	st := c.stripeOf(h)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if conditional && Version(st.ver.Load()) != v {
+		c.ctr.stale.Add(1)
+		return false
+	}
+	st.ver.Add(1)
+	if c.testHookLocked != nil {
+		c.testHookLocked()
+	}
+	if c.put(key, val, ttl) {
+		c.ctr.sets.Add(1)
+		return true
+	}
+	return false
+}
+
+// put stores one entry. The caller holds the key's stripe lock, so no other
+// write of this key runs concurrently: whatever ristretto holds for the key
+// was written by an earlier, completed put.
+//
+// Ristretto applies a write to an existing key synchronously, but queues a
+// new key in its write buffer, where admission may still reject it. put
+// therefore checks whether the entry is visible right away and, if not,
+// waits for the buffer to drain and reads the admission verdict that the
+// OnReject callback left on the entry.
+func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
+	cost := max(int64(len(val)), 1)
+	if ttl <= 0 || cost > c.cfg.maxBytes {
+		if ttl > 0 {
+			c.ctr.rejected.Add(1) // admission would refuse it anyway
+		}
+		c.rc.Del(key) // never leave an older value behind a failed write
+		return false
+	}
+	ttl = c.cfg.jittered(ttl)
+	e := &entry{val: val}
+	if c.cfg.clock != nil {
+		e.exp = c.cfg.clock().Add(ttl).UnixNano()
+	}
+	if !c.rc.SetWithTTL(key, e, cost, ttl) {
+		// Only a new key can be dropped, so nothing older is left behind.
+		c.ctr.dropped.Add(1)
+		return false
+	}
+	if _, visible := c.rc.GetTTL(key); visible {
+		// Updated in place, or already admitted by the buffer goroutine.
+		return true
+	}
+	c.rc.Wait()
+	return !e.rejected.Load()
+}
+
+// expired applies the injected clock, if any. Without one, ristretto's own
+// expiry (on time.Now) is authoritative and already applied by Get.
+func (c *Cache) expired(e *entry) bool {
+	return c.cfg.clock != nil && c.cfg.clock().UnixNano() >= e.exp
+}
+
+// lockAll takes every shard write lock, in index order.
+func (c *Cache) lockAll() {
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+	}
+}
+
+// unlockAll releases what lockAll took.
+func (c *Cache) unlockAll() {
+	for i := range c.shards {
+		c.shards[i].mu.Unlock()
+	}
+}

@@ -1,0 +1,343 @@
+package l1
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+func TestSetGetDelete(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	mustMiss(t, c, "k")
+	v1 := value(1, 100)
+	if !c.Set("k", v1, time.Minute) {
+		t.Fatal("Set of a new key returned false")
+	}
+	mustGet(t, c, "k", v1)
+	got, _ := c.Get("k")
+	if unsafe.SliceData(got) != unsafe.SliceData(v1) {
+		t.Fatal("Get copied the value; the cache must hand back the stored slice")
+	}
+	v2 := value(2, 50)
+	if !c.Set("k", v2, time.Minute) {
+		t.Fatal("Set of an existing key returned false")
+	}
+	mustGet(t, c, "k", v2)
+	c.Delete("k")
+	mustMiss(t, c, "k")
+	c.Delete("never-set") // must not block or panic
+}
+
+func TestEmptyValue(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 10})
+	if !c.Set("e", []byte{}, time.Minute) {
+		t.Fatal("Set of an empty value returned false")
+	}
+	got, ok := c.Get("e")
+	if !ok || len(got) != 0 {
+		t.Fatalf("Get: ok=%v len=%d, want an empty hit", ok, len(got))
+	}
+	if cost := c.Stats().CostBytes; cost != 1 {
+		t.Fatalf("CostBytes = %d, want 1 (empty values cost one byte)", cost)
+	}
+}
+
+func TestCostBytesTracksValueLengths(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	for i, n := range []int{10, 20, 30} {
+		if !c.Set(string(rune('a'+i)), value(i, n), time.Minute) {
+			t.Fatal("Set returned false")
+		}
+	}
+	if got := c.Stats().CostBytes; got != 60 {
+		t.Fatalf("CostBytes = %d, want 60", got)
+	}
+	c.Delete("a")
+	c.rc.Wait() // deletes reach the policy through ristretto's buffer
+	if got := c.Stats().CostBytes; got != 50 {
+		t.Fatalf("CostBytes after Delete = %d, want 50", got)
+	}
+}
+
+func TestTTLWithClock(t *testing.T) {
+	clk := newFakeClock()
+	c := newCache(t, Config{MaxBytes: 1 << 20, Clock: clk.Now})
+	v := value(7, 100)
+	c.Set("k", v, 10*time.Second)
+	clk.Advance(10*time.Second - time.Nanosecond)
+	mustGet(t, c, "k", v)
+	clk.Advance(time.Nanosecond)
+	mustMiss(t, c, "k")
+	// A new Set restarts the clock for the key.
+	c.Set("k", v, time.Second)
+	mustGet(t, c, "k", v)
+	clk.Advance(time.Second)
+	mustMiss(t, c, "k")
+}
+
+// Without a Clock, ristretto's real-time expiry decides. Poll rather than
+// assume how long the expiry takes to show.
+func TestTTLRealTime(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	v := value(3, 10)
+	if !c.Set("k", v, 30*time.Millisecond) {
+		t.Fatal("Set returned false")
+	}
+	if !c.Set("long", v, time.Hour) {
+		t.Fatal("Set returned false")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := c.Get("k"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("entry with a 30ms TTL still readable after 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mustGet(t, c, "long", v)
+}
+
+func TestNonPositiveTTLRemovesKey(t *testing.T) {
+	for _, ttl := range []time.Duration{0, -1, -time.Hour, math.MinInt64} {
+		c := newCache(t, Config{MaxBytes: 1 << 20})
+		c.Set("k", value(1, 10), time.Minute)
+		if c.Set("k", value(2, 10), ttl) {
+			t.Fatalf("Set with ttl %v returned true", ttl)
+		}
+		mustMiss(t, c, "k") // the older value must not survive
+		if c.Stats().Rejected != 0 {
+			t.Fatalf("ttl %v counted as an admission rejection", ttl)
+		}
+	}
+}
+
+func TestOversizeValueRejected(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 100})
+	if !c.Set("fits", value(1, 100), time.Minute) {
+		t.Fatal("value of exactly MaxBytes was not stored")
+	}
+	if c.Set("big", value(2, 101), time.Minute) {
+		t.Fatal("value larger than MaxBytes was stored")
+	}
+	mustMiss(t, c, "big")
+	// Replacing an existing value with an oversize one removes the old one.
+	if c.Set("fits", value(3, 101), time.Minute) {
+		t.Fatal("oversize update returned true")
+	}
+	mustMiss(t, c, "fits")
+	if got := c.Stats().Rejected; got != 2 {
+		t.Fatalf("Rejected = %d, want 2", got)
+	}
+}
+
+// TinyLFU refuses a cold new key when admitting it would evict a hot one.
+func TestAdmissionRejectionCounted(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race sync.Pool drops Puts, so ristretto records no Get frequencies")
+	}
+	c := newCache(t, Config{MaxBytes: 100, NumCounters: 1000})
+	hot := value(1, 100)
+	for attempt := 0; attempt < 10; attempt++ {
+		if !c.Set("hot", hot, time.Minute) {
+			t.Fatal("Set of the hot key returned false")
+		}
+		for range 20000 { // frequency reaches the policy in batches
+			c.Get("hot")
+		}
+		// Let ristretto's policy goroutine apply the batches; the retry
+		// loop covers the case where it has not yet.
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+		before := c.Stats().Rejected
+		stored := c.Set("cold", value(2, 100), time.Minute)
+		_, present := c.rc.GetTTL("cold") // unlike Get, no frequency bump
+		if stored != present {
+			t.Fatalf("Set returned %v but Get found=%v", stored, present)
+		}
+		if !stored {
+			if got := c.Stats().Rejected; got != before+1 {
+				t.Fatalf("Rejected = %d, want %d", got, before+1)
+			}
+			mustGet(t, c, "hot", hot)
+			return
+		}
+		// The frequency batches had not arrived yet: cold displaced hot.
+		t.Logf("attempt %d: cold key admitted", attempt)
+		c.Delete("cold")
+	}
+	t.Fatal("admission never rejected a cold key in favour of a hot one")
+}
+
+func TestEvictionsCounted(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1000})
+	for i := range 100 {
+		c.Set(string(rune(0x1000+i)), value(i, 100), time.Minute)
+	}
+	st := c.Stats()
+	if st.Evictions == 0 {
+		t.Fatal("100 × 100B into a 1000B cache evicted nothing")
+	}
+	if st.CostBytes > 1000 {
+		t.Fatalf("CostBytes = %d exceeds MaxBytes", st.CostBytes)
+	}
+}
+
+func TestHitMissCounters(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	c.Set("a", value(1, 1), time.Minute)
+	for range 3 {
+		c.Get("a")
+	}
+	for range 2 {
+		c.Get("b")
+	}
+	st := c.Stats()
+	if st.Hits != 3 || st.Misses != 2 || st.Sets != 1 {
+		t.Fatalf("Hits=%d Misses=%d Sets=%d, want 3 2 1", st.Hits, st.Misses, st.Sets)
+	}
+}
+
+func TestClear(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	for i := range 50 {
+		c.Set(string(rune('A'+i)), value(i, 10), time.Minute)
+	}
+	ver := c.Version("A")
+	c.Clear()
+	for i := range 50 {
+		mustMiss(t, c, string(rune('A'+i)))
+	}
+	st := c.Stats()
+	if st.CostBytes != 0 {
+		t.Fatalf("CostBytes = %d after Clear", st.CostBytes)
+	}
+	if st.Evictions != 0 || st.Expirations != 0 {
+		t.Fatalf("Clear counted as evictions (%d) or expirations (%d)", st.Evictions, st.Expirations)
+	}
+	if c.SetIfVersion("A", value(9, 10), time.Minute, ver) {
+		t.Fatal("a backfill holding a pre-Clear token landed")
+	}
+	v := value(5, 10)
+	if !c.Set("A", v, time.Minute) {
+		t.Fatal("Set after Clear returned false")
+	}
+	mustGet(t, c, "A", v)
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	c, err := New(Config{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Set("k", value(1, 10), time.Minute)
+	c.Close()
+	c.Close()
+	mustMiss(t, c, "k")
+	if c.Set("k", value(1, 10), time.Minute) {
+		t.Fatal("Set after Close returned true")
+	}
+	if c.SetIfVersion("k", value(1, 10), time.Minute, c.Version("k")) {
+		t.Fatal("SetIfVersion after Close returned true")
+	}
+	c.Delete("k")
+	c.Clear()
+	if st := c.Stats(); st.CostBytes != 0 {
+		t.Fatalf("CostBytes = %d after Close", st.CostBytes)
+	}
+}
+
+// Close while other goroutines hammer the cache: no panic, no race, and
+// every operation after Close observes it.
+func TestCloseConcurrentWithOperations(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		c, err := New(Config{MaxBytes: 1 << 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := range 2000 {
+					k := string(rune('a' + (i+g)%26))
+					switch i % 4 {
+					case 0:
+						c.Set(k, value(i, 32), time.Minute)
+					case 1:
+						c.Delete(k)
+					case 2:
+						c.SetIfVersion(k, value(i, 32), time.Minute, c.Version(k))
+					default:
+						c.Get(k)
+					}
+				}
+			}()
+		}
+		close(start)
+		c.Close()
+		wg.Wait()
+		mustMiss(t, c, "a")
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"zero MaxBytes", Config{}, "MaxBytes"},
+		{"negative MaxBytes", Config{MaxBytes: -1}, "MaxBytes"},
+		{"negative NumCounters", Config{MaxBytes: 1, NumCounters: -1}, "NumCounters"},
+		{"negative jitter", Config{MaxBytes: 1, TTLJitter: -0.1}, "TTLJitter"},
+		{"jitter above max", Config{MaxBytes: 1, TTLJitter: 0.51}, "TTLJitter"},
+		{"NaN jitter", Config{MaxBytes: 1, TTLJitter: math.NaN()}, "TTLJitter"},
+		{"infinite jitter", Config{MaxBytes: 1, TTLJitter: math.Inf(1)}, "TTLJitter"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.cfg)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || c != nil {
+				t.Fatalf("New = %v, %v; want nil, *ConfigError", c, err)
+			}
+			if ce.Field != tc.field {
+				t.Fatalf("Field = %q, want %q", ce.Field, tc.field)
+			}
+			if msg := err.Error(); len(msg) < 4 || msg[:4] != "l1: " {
+				t.Fatalf("message %q lacks the l1: prefix", msg)
+			}
+		})
+	}
+	for _, j := range []float64{0, 0.25, MaxTTLJitter} {
+		newCache(t, Config{MaxBytes: 1, TTLJitter: j})
+	}
+}
+
+func TestDefaultNumCounters(t *testing.T) {
+	cases := []struct{ maxBytes, want int64 }{
+		{1, minNumCounters},
+		{256 * 102, minNumCounters},
+		{256 * 103, 1030},
+		{1 << 30, 10 * (1 << 30) / 256},
+		{math.MaxInt64, maxNumCounters},
+	}
+	for _, tc := range cases {
+		if got := defaultNumCounters(tc.maxBytes); got != tc.want {
+			t.Errorf("defaultNumCounters(%d) = %d, want %d", tc.maxBytes, got, tc.want)
+		}
+	}
+}
+
+func TestShardIsOneCacheLine(t *testing.T) {
+	if got := unsafe.Sizeof(shard{}); got != 64 {
+		t.Fatalf("shard is %d bytes, want 64", got)
+	}
+}

@@ -1,0 +1,68 @@
+package l1
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a manually advanced Config.Clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+// newCache builds a Cache and closes it when the test ends.
+func newCache(tb testing.TB, cfg Config) *Cache {
+	tb.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// value returns n bytes that encode tag, so distinct writes are distinct.
+func value(tag, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(tag >> (8 * (i % 4)))
+	}
+	return b
+}
+
+// mustGet fails unless key holds exactly want. Messages never print values.
+func mustGet(tb testing.TB, c *Cache, key string, want []byte) {
+	tb.Helper()
+	got, ok := c.Get(key)
+	if !ok {
+		tb.Fatalf("Get: miss, want a hit")
+	}
+	if string(got) != string(want) {
+		tb.Fatalf("Get: wrong value (len %d, want len %d)", len(got), len(want))
+	}
+}
+
+func mustMiss(tb testing.TB, c *Cache, key string) {
+	tb.Helper()
+	if _, ok := c.Get(key); ok {
+		tb.Fatalf("Get: hit, want a miss")
+	}
+}

@@ -1,0 +1,97 @@
+package l1
+
+import (
+	"sync/atomic"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// Stats is a snapshot of a Cache's counters. Counters are cumulative over
+// the cache's lifetime (Clear does not reset them) and read without a global
+// lock, so a snapshot taken under load may be slightly inconsistent.
+type Stats struct {
+	// Hits counts Get calls that returned a value.
+	Hits uint64
+	// Misses counts Get calls that found nothing (absent, expired, closed).
+	Misses uint64
+	// Sets counts Set and SetIfVersion calls that stored their value.
+	Sets uint64
+	// Rejected counts writes refused by admission: TinyLFU judged the new
+	// key colder than what it would displace, or the value alone exceeds
+	// MaxBytes.
+	Rejected uint64
+	// Dropped counts writes of new keys that ristretto's write buffer
+	// could not take (sustained write contention).
+	Dropped uint64
+	// Stale counts SetIfVersion calls skipped because their token was out
+	// of date.
+	Stale uint64
+	// Evictions counts entries removed to make room for others.
+	Evictions uint64
+	// Expirations counts expired entries reclaimed by the background
+	// sweep. An expired entry that Get has already missed on is counted
+	// here once the sweep reaches it.
+	Expirations uint64
+	// CostBytes is the total cost of the entries currently held, in bytes
+	// of stored values; 0 after Close.
+	CostBytes int64
+}
+
+// counters are the cache-wide counters. The hot ones (hits, misses) live in
+// the shards instead.
+type counters struct {
+	sets        atomic.Uint64
+	rejected    atomic.Uint64
+	dropped     atomic.Uint64
+	stale       atomic.Uint64
+	evictions   atomic.Uint64
+	expirations atomic.Uint64
+}
+
+// Stats returns a snapshot of the cache's counters.
+func (c *Cache) Stats() Stats {
+	st := Stats{
+		Sets:        c.ctr.sets.Load(),
+		Rejected:    c.ctr.rejected.Load(),
+		Dropped:     c.ctr.dropped.Load(),
+		Stale:       c.ctr.stale.Load(),
+		Evictions:   c.ctr.evictions.Load(),
+		Expirations: c.ctr.expirations.Load(),
+	}
+	for i := range c.shards {
+		st.Hits += c.shards[i].hits.Load()
+		st.Misses += c.shards[i].misses.Load()
+	}
+	sh := &c.shards[0]
+	sh.mu.RLock()
+	if !c.closed {
+		st.CostBytes = c.cfg.maxBytes - c.rc.RemainingCost()
+	}
+	sh.mu.RUnlock()
+	return st
+}
+
+// onReject is ristretto's OnReject callback. It runs on ristretto's buffer
+// goroutine before any Wait queued after the write returns, which is how put
+// learns the verdict.
+func (c *Cache) onReject(it *ristretto.Item[*entry]) {
+	if it.Value != nil {
+		it.Value.rejected.Store(true)
+	}
+	c.ctr.rejected.Add(1)
+}
+
+// onEvict is ristretto's OnEvict callback: for victims of the eviction
+// policy (no expiration recorded on the item), for entries reclaimed by the
+// TTL sweep (expiration recorded), and for everything Clear drops, which is
+// not counted.
+func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
+	if c.clearing.Load() {
+		return
+	}
+	if it.Expiration.IsZero() {
+		c.ctr.evictions.Add(1)
+	} else {
+		c.ctr.expirations.Add(1)
+	}
+}

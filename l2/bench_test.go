@@ -1,0 +1,115 @@
+package l2
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+const benchSize = 1 << 10
+
+func benchFixture(b *testing.B) *fixture {
+	f := setup(b)
+	if err := f.store.Set(bg, "bench:key", make([]byte, benchSize), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+// BenchmarkGet measures one GET of a 1 KiB value against the harness
+// server, through Store.Get and, for comparison, through go-redis's
+// GetToBuffer (reply read into a caller buffer).
+func BenchmarkGet(b *testing.B) {
+	f := benchFixture(b)
+	b.Run("1KiB", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			if _, err := f.store.Get(bg, "bench:key"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("1KiB-GetToBuffer", func(b *testing.B) {
+		buf := make([]byte, benchSize+2)
+		b.ReportAllocs()
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			if err := f.rdb.GetToBuffer(bg, "bench:key", buf).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("1KiB-WithTTL", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			if _, _, err := f.store.GetWithTTL(bg, "bench:key"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkSet(b *testing.B) {
+	f := benchFixture(b)
+	v := make([]byte, benchSize)
+	b.Run("1KiB", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(benchSize)
+		for b.Loop() {
+			if err := f.store.Set(bg, "bench:key", v, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkMGet(b *testing.B) {
+	f := benchFixture(b)
+	keys := make([]string, 16)
+	for i := range keys {
+		keys[i] = "bench:m:" + strconv.Itoa(i)
+		f.store.Set(bg, keys[i], make([]byte, benchSize), time.Hour)
+	}
+	b.Run("16x1KiB", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(16 * benchSize)
+		for b.Loop() {
+			if _, err := f.store.MGet(bg, keys); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// Allocation budgets for the Redis paths, as regression guards at today's
+// measurements. A hit costs go-redis's command, argument slice, boxed key,
+// connection health check and the reply buffer (7). A miss is far dearer
+// (27): go-redis classifies redis.Nil against every retryable error type
+// with errors.As, allocating each time, before l2 ever sees it.
+func TestAllocationBudgets(t *testing.T) {
+	f := setup(t)
+	v := make([]byte, benchSize)
+	if err := f.store.Set(bg, "k", v, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		budget float64
+		fn     func()
+	}{
+		{"Get hit", 7, func() { _, _ = f.store.Get(bg, "k") }},
+		{"Get miss", 27, func() { _, _ = f.store.Get(bg, "absent") }},
+		{"Set", 9, func() { _ = f.store.Set(bg, "k", v, time.Hour) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := testing.AllocsPerRun(200, tc.fn)
+			t.Logf("%v allocs per call", got)
+			if got > tc.budget {
+				t.Fatalf("%v allocs per call, budget %v", got, tc.budget)
+			}
+		})
+	}
+}

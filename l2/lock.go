@@ -1,0 +1,54 @@
+package l2
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// unlockScript deletes the lock only while it still holds the caller's
+// token, so a holder whose lock expired and was taken by someone else
+// cannot release the new holder's lock.
+var unlockScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0
+`)
+
+// TryLock tries to take the distributed lock lockKey for ttl, marking it
+// with token (which must be unique to the caller), using SET NX PX. It
+// returns true when the lock was taken and false when someone holds it. The
+// lock expires after ttl unless released earlier with Unlock. ttl must be
+// positive (else ErrInvalidTTL); it is truncated to milliseconds, at least
+// 1ms.
+func (s *Store) TryLock(ctx context.Context, lockKey, token string, ttl time.Duration) (bool, error) {
+	if err := s.check("lock"); err != nil {
+		return false, err
+	}
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	cmd := redis.NewBoolCmd(ctx, "set", lockKey, token, "px", pxMillis(ttl), "nx")
+	_ = s.rdb.Process(ctx, cmd)
+	ok, err := cmd.Result()
+	if err != nil {
+		return false, fail("lock", err, lockKey)
+	}
+	return ok, nil
+}
+
+// Unlock releases lockKey if, and only if, it still holds token; it returns
+// whether it did. The compare-and-delete runs as one Lua script (EVALSHA,
+// falling back to EVAL when the server does not have it cached).
+func (s *Store) Unlock(ctx context.Context, lockKey, token string) (bool, error) {
+	if err := s.check("unlock"); err != nil {
+		return false, err
+	}
+	n, err := unlockScript.Run(ctx, s.rdb, []string{lockKey}, token).Int64()
+	if err != nil {
+		return false, fail("unlock", err, lockKey)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,230 @@
+package l2
+
+import (
+	"context"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store runs CacheKit's Redis commands on a go-redis client. It is safe for
+// concurrent use. Values go to Redis and come back as opaque bytes.
+type Store struct {
+	rdb     redis.UniversalClient
+	cluster *redis.ClusterClient // rdb, when it is a cluster client
+	closed  atomic.Bool
+}
+
+// New returns a Store using rdb, which may be a *redis.Client, a
+// *redis.ClusterClient, a failover client or a *redis.Ring. The Store does
+// not own rdb: Close leaves it open. A nil rdb yields a Store whose every
+// call fails with a *BackendError.
+func New(rdb redis.UniversalClient) *Store {
+	s := &Store{rdb: rdb}
+	s.cluster, _ = rdb.(*redis.ClusterClient)
+	return s
+}
+
+// Open parses a redis://, rediss:// or unix:// URL (see redis.ParseURL for
+// the accepted options) and returns a new standalone client; the caller
+// owns it and must Close it. On failure the error wraps ErrInvalidURL and
+// never repeats the URL, which may hold credentials.
+func Open(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, &urlError{reason: "malformed URL"}
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+	default:
+		return nil, &urlError{reason: "scheme must be redis, rediss or unix"}
+	}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, &urlError{reason: "bad host, port, database number or query option"}
+	}
+	return redis.NewClient(opts), nil
+}
+
+// urlError is ErrInvalidURL with a reason that contains no part of the URL.
+type urlError struct{ reason string }
+
+func (e *urlError) Error() string { return ErrInvalidURL.Error() + ": " + e.reason }
+func (e *urlError) Unwrap() error { return ErrInvalidURL }
+
+// Client returns the go-redis client the Store was built with.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Close makes every later call return ErrClosed. It does not close the
+// go-redis client. It is idempotent and always returns nil.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// check returns the error every operation reports before touching Redis.
+func (s *Store) check(op string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.rdb == nil {
+		return &BackendError{Op: op, Err: errNoClient}
+	}
+	return nil
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.check("ping"); err != nil {
+		return err
+	}
+	return fail("ping", s.rdb.Ping(ctx).Err())
+}
+
+// Get returns the value of key, or ErrNotFound. The returned slice is a
+// fresh allocation owned by the caller.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := s.check("get"); err != nil {
+		return nil, err
+	}
+	// go-redis reads the reply into a fresh []byte and Bytes hands back
+	// that very buffer, so there is no copy and nothing else aliases it.
+	b, err := s.rdb.Get(ctx, key).Bytes()
+	if err != nil {
+		return nil, fail("get", err, key)
+	}
+	return b, nil
+}
+
+// GetWithTTL returns the value of key and its remaining time to live, read
+// with GET and PTTL in one pipelined round trip. The TTL is 0 when the key
+// has no expiry, and at least 1ms otherwise (Redis reports whole
+// milliseconds; less than one left is reported as 1ms). A key missing, or
+// expiring between the two commands, yields ErrNotFound.
+func (s *Store) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	if err := s.check("getttl"); err != nil {
+		return nil, 0, err
+	}
+	pipe := s.rdb.Pipeline()
+	get := pipe.Get(ctx, key)
+	pttl := pipe.PTTL(ctx, key)
+	_, _ = pipe.Exec(ctx) // per-command errors are inspected below
+	b, err := get.Bytes()
+	if err != nil {
+		return nil, 0, fail("getttl", err, key)
+	}
+	if err := pttl.Err(); err != nil {
+		return nil, 0, fail("getttl", err, key)
+	}
+	ttl, found := fromPTTL(pttl.Val())
+	if !found {
+		return nil, 0, ErrNotFound
+	}
+	return b, ttl, nil
+}
+
+// Set stores val under key with SET PX. ttl must be positive (else
+// ErrInvalidTTL, and nothing is sent); it is truncated to whole
+// milliseconds, and a ttl under 1ms becomes 1ms.
+func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	if err := s.check("set"); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return ErrInvalidTTL
+	}
+	cmd := setCmd(ctx, key, val, ttl)
+	_ = s.rdb.Process(ctx, cmd)
+	return fail("set", cmd.Err(), key)
+}
+
+// Delete removes keys and returns how many existed. On a cluster client the
+// keys are grouped by hash slot, one DEL per slot, in one pipeline.
+func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
+	if err := s.check("del"); err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if s.cluster == nil {
+		n, err := s.rdb.Del(ctx, keys...).Result()
+		return n, fail("del", err, keys...)
+	}
+	groups := groupBySlot(keys)
+	cmds := make([]*redis.IntCmd, len(groups))
+	_, _ = s.cluster.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, g := range groups {
+			cmds[i] = p.Del(ctx, g.pick(keys)...)
+		}
+		return nil
+	})
+	var total int64
+	for _, c := range cmds {
+		n, err := c.Result()
+		if err != nil {
+			return total, fail("del", err, keys...)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Exists reports whether key exists.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	if err := s.check("exists"); err != nil {
+		return false, err
+	}
+	n, err := s.rdb.Exists(ctx, key).Result()
+	if err != nil {
+		return false, fail("exists", err, key)
+	}
+	return n > 0, nil
+}
+
+// TTL returns the remaining time to live of key: 0 when it has no expiry,
+// at least 1ms otherwise. A missing key yields ErrNotFound.
+func (s *Store) TTL(ctx context.Context, key string) (time.Duration, error) {
+	if err := s.check("ttl"); err != nil {
+		return 0, err
+	}
+	d, err := s.rdb.PTTL(ctx, key).Result()
+	if err != nil {
+		return 0, fail("ttl", err, key)
+	}
+	ttl, found := fromPTTL(d)
+	if !found {
+		return 0, ErrNotFound
+	}
+	return ttl, nil
+}
+
+// fromPTTL interprets go-redis's PTTL result: -2ns for a missing key, -1ns
+// for no expiry, otherwise whole milliseconds.
+func fromPTTL(d time.Duration) (ttl time.Duration, found bool) {
+	switch {
+	case d == -2:
+		return 0, false
+	case d == -1:
+		return 0, true
+	case d < time.Millisecond:
+		// Under a millisecond left, or a reply outside the protocol:
+		// report the smallest positive TTL so that 0 keeps meaning
+		// "no expiry".
+		return time.Millisecond, true
+	default:
+		return d, true
+	}
+}
+
+// pxMillis converts a positive ttl to the PX argument.
+func pxMillis(ttl time.Duration) int64 {
+	return max(ttl.Milliseconds(), 1)
+}
+
+// setCmd builds SET key val PX ms.
+func setCmd(ctx context.Context, key string, val []byte, ttl time.Duration) *redis.StatusCmd {
+	return redis.NewStatusCmd(ctx, "set", key, val, "px", pxMillis(ttl))
+}
