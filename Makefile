@@ -11,6 +11,8 @@ STATICCHECK_VERSION ?= v0.8.2
 test:
 	./scripts/ensure-redis
 	$(GO) test -race -count=1 $(PKGS)
+	@echo "== allocation budgets (without -race, where sync.Pool keeps its items)"
+	$(GO) test -count=1 -run 'Alloc' $(PKGS)
 
 ## test-short: the fast unit tests only (no redis-server needed).
 test-short:

@@ -1,0 +1,143 @@
+package cachekit
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
+)
+
+// benchStruct is a small struct whose msgpack encoding is about size bytes.
+type benchStruct struct {
+	ID     int64    `msgpack:"id"`
+	Name   string   `msgpack:"name"`
+	Email  string   `msgpack:"email"`
+	Active bool     `msgpack:"active"`
+	Score  float64  `msgpack:"score"`
+	Tags   []string `msgpack:"tags"`
+	Bio    string   `msgpack:"bio"`
+}
+
+func makeStruct(size int) benchStruct {
+	s := benchStruct{ID: 123456789, Name: "Ada Lovelace", Email: "ada@example.com", Active: true, Score: 98.6, Tags: []string{"admin", "beta"}}
+	// about 90 bytes without Bio; pad Bio to reach size
+	s.Bio = strings.Repeat("lorem ipsum ", 100)[:max(0, size-90)]
+	return s
+}
+
+func makeBytes(size int) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(i*7 + i/13)
+	}
+	return b
+}
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{{"100B", 100}, {"1KiB", 1024}}
+
+func benchModes() []struct {
+	name string
+	opts Options
+} {
+	return []struct {
+		name string
+		opts Options
+	}{
+		{"encrypted", Options{L1MaxBytes: 64 << 20, Encryption: encConfig("")}},
+		{"plain", Options{L1MaxBytes: 64 << 20}},
+	}
+}
+
+func BenchmarkGetL1Hit(b *testing.B) {
+	for _, m := range benchModes() {
+		for _, kind := range []string{"bytes", "struct"} {
+			for _, sz := range benchSizes {
+				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) {
+					c := newClient(b, m.opts)
+					if kind == "bytes" {
+						if err := c.SetWithTTL(bg, "k", makeBytes(sz.n), time.Hour); err != nil {
+							b.Fatal(err)
+						}
+						dst := make([]byte, 0, sz.n)
+						b.SetBytes(int64(sz.n))
+						b.ReportAllocs()
+						for b.Loop() {
+							var err error
+							if dst, err = c.AppendValue(bg, dst[:0], "k"); err != nil {
+								b.Fatal(err)
+							}
+						}
+						return
+					}
+					if err := c.SetWithTTL(bg, "k", makeStruct(sz.n), time.Hour); err != nil {
+						b.Fatal(err)
+					}
+					b.SetBytes(int64(sz.n))
+					b.ReportAllocs()
+					var v benchStruct
+					for b.Loop() {
+						if err := c.Get(bg, "k", &v); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func BenchmarkSetL1Only(b *testing.B) {
+	for _, m := range benchModes() {
+		for _, kind := range []string{"bytes", "struct"} {
+			for _, sz := range benchSizes {
+				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) {
+					c := newClient(b, m.opts)
+					var v any = makeBytes(sz.n)
+					if kind == "struct" {
+						v = makeStruct(sz.n)
+					}
+					b.SetBytes(int64(sz.n))
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						i++
+						if err := c.SetWithTTL(bg, "k"+fmt.Sprint(i&1023), v, time.Hour); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// The hot-path budget: an encrypted L1 hit of a []byte value appended into
+// a dst with room allocates nothing.
+func TestAllocsEncryptedAppendValueL1Hit(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("allocation budgets are asserted without -race (make test runs them in a second pass)")
+	}
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	val := makeBytes(100)
+	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 0, 128)
+	var out []byte
+	var err error
+	allocs := testing.AllocsPerRun(200, func() {
+		out, err = c.AppendValue(bg, dst[:0], "k")
+	})
+	if err != nil || !bytes.Equal(out, val) {
+		t.Fatalf("AppendValue: %v", err)
+	}
+	if allocs != 0 {
+		t.Fatalf("encrypted L1 hit allocated %.1f times per call, budget 0", allocs)
+	}
+}

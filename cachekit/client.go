@@ -1,0 +1,175 @@
+package cachekit
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/l1"
+	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// Client is an encrypted two-level cache: an in-process L1 that holds only
+// the sealed bytes also stored in L2 (Redis). It is safe for concurrent use.
+// Create it with New and release it with Close.
+type Client struct {
+	prefix     string
+	tenant     string
+	compressed bool
+	interop    bool
+	defaultTTL time.Duration
+	lockTTL    time.Duration
+
+	enc       *encryption.Manager // nil: encryption off
+	l1        *l1.Cache           // nil: L1 off
+	l2        *l2.Store           // nil: L1-only mode
+	ownsRedis bool
+
+	log *slog.Logger
+	now func() time.Time
+
+	closed   atomic.Bool
+	lastWarn atomic.Int64
+	flights flightGroup
+	stats   counters
+}
+
+// New builds a Client from opts, which it does not modify. With encryption
+// configured from a static key, the keys are derived here, so the first Set
+// and Get already take the synchronous path; with a KeyProvider derivation
+// happens on first use (or call Warm).
+func New(opts Options) (*Client, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		prefix:     opts.KeyPrefix,
+		tenant:     "",
+		compressed: !opts.DisableCompression && !opts.Interop,
+		interop:    opts.Interop,
+		defaultTTL: opts.DefaultTTL,
+		lockTTL:    opts.LockTTL,
+		log:        opts.Logger,
+		now:        opts.Clock,
+	}
+	if c.defaultTTL == 0 {
+		c.defaultTTL = defaultTTL
+	}
+	if _, err := protocol.NormalizeTTL(c.defaultTTL); err != nil {
+		return nil, configErr("DefaultTTL: " + err.Error())
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if opts.Encryption != nil {
+		m, err := encryption.NewManager(*opts.Encryption)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Encryption.Provider == nil {
+			if err := m.Warm(context.Background()); err != nil {
+				_ = m.Close()
+				return nil, err
+			}
+		}
+		c.enc = m
+		c.tenant = m.Tenant()
+	}
+	if opts.L1MaxBytes > 0 {
+		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock})
+		if err != nil {
+			c.closeParts()
+			return nil, err
+		}
+		c.l1 = cache
+	}
+	switch {
+	case opts.Redis != nil:
+		c.l2 = l2.New(opts.Redis)
+	case opts.RedisURL != "":
+		rdb, err := l2.Open(opts.RedisURL)
+		if err != nil {
+			c.closeParts()
+			return nil, err
+		}
+		c.l2 = l2.New(rdb)
+		c.ownsRedis = true
+	}
+	return c, nil
+}
+
+// Warm derives the encryption keys now (useful with a slow KeyProvider), so
+// the first Set or Get does not wait. It is a no-op without encryption.
+func (c *Client) Warm(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if c.enc == nil {
+		return nil
+	}
+	return c.enc.Warm(ctx)
+}
+
+// Close releases the Client: it zeroizes the derived keys, drops L1 and
+// closes a Redis connection the Client opened from RedisURL (never an
+// injected one). It is idempotent; every call after it returns ErrClosed.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return c.closeParts()
+}
+
+func (c *Client) closeParts() error {
+	var err error
+	if c.enc != nil {
+		err = c.enc.Close()
+	}
+	if c.l1 != nil {
+		c.l1.Close()
+	}
+	if c.l2 != nil && c.ownsRedis {
+		if cerr := c.l2.Client().Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Encrypted reports whether values are sealed with AES-256-GCM.
+func (c *Client) Encrypted() bool { return c.enc != nil }
+
+// fullKey is the Redis key: the prefix and the caller's key.
+func (c *Client) fullKey(key string) string {
+	if c.prefix == "" {
+		return key
+	}
+	return c.prefix + key
+}
+
+// scratch buffers for the hot path, pooled so a Get allocates nothing of
+// its own. Buffers that grew past maxPooled are dropped, not pooled.
+const maxPooled = 256 << 10
+
+type scratch struct{ aad, plain, value []byte }
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(s *scratch) {
+	if cap(s.plain) > maxPooled || cap(s.value) > maxPooled || cap(s.aad) > maxPooled {
+		return
+	}
+	clear(s.plain) // pooled buffers held decrypted bytes: wipe what was used
+	clear(s.value)
+	s.aad, s.plain, s.value = s.aad[:0], s.plain[:0], s.value[:0]
+	scratchPool.Put(s)
+}

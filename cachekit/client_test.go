@@ -1,0 +1,238 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"reflect"
+	"testing"
+	"time"
+)
+
+type profile struct {
+	ID    int64             `msgpack:"id"`
+	Name  string            `msgpack:"name"`
+	Email string            `msgpack:"email"`
+	Tags  []string          `msgpack:"tags"`
+	Attrs map[string]string `msgpack:"attrs"`
+	Blob  []byte            `msgpack:"blob"`
+}
+
+func sampleProfile() profile {
+	return profile{ID: 1 << 40, Name: "Zoë Ångström", Email: "z@example.com", Tags: []string{"a", "b"},
+		Attrs: map[string]string{"tier": "gold"}, Blob: []byte{0, 1, 2, 255}}
+}
+
+func TestRoundTripAllModes(t *testing.T) {
+	_, rdb := withRedis(t)
+	for name, opts := range modes() {
+		t.Run(name, func(t *testing.T) {
+			opts.Redis = rdb
+			c := newClient(t, opts)
+			ctx := bg
+			p := sampleProfile()
+			if err := c.SetWithTTL(ctx, name+":struct", p, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Get[profile](ctx, c, name+":struct")
+			if err != nil || !reflect.DeepEqual(got, p) {
+				t.Fatalf("struct: got %+v, %v", got, err)
+			}
+			m := map[string]any{"n": int64(-7), "s": "x", "f": 1.5, "ok": true}
+			if err := c.Set(ctx, name+":map", m); err != nil {
+				t.Fatal(err)
+			}
+			var gm map[string]any
+			if err := c.Get(ctx, name+":map", &gm); err != nil {
+				t.Fatal(err)
+			}
+			if gm["s"] != "x" || gm["f"] != 1.5 || gm["ok"] != true || toInt(gm["n"]) != -7 {
+				t.Fatalf("map: %#v", gm)
+			}
+			raw := []byte("raw bytes \x00\xff")
+			if err := c.Set(ctx, name+":bytes", raw); err != nil {
+				t.Fatal(err)
+			}
+			gb, err := c.GetBytes(ctx, name+":bytes")
+			if err != nil || string(gb) != string(raw) {
+				t.Fatalf("bytes: %q %v", gb, err)
+			}
+			if err := c.Set(ctx, name+":str", "hello"); err != nil {
+				t.Fatal(err)
+			}
+			if s, err := Get[string](ctx, c, name+":str"); err != nil || s != "hello" {
+				t.Fatalf("string: %q %v", s, err)
+			}
+			if err := c.Set(ctx, name+":int", uint64(1<<63)); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := Get[uint64](ctx, c, name+":int"); err != nil || n != 1<<63 {
+				t.Fatalf("int: %d %v", n, err)
+			}
+			// A second client with the same options reads from Redis (cold L1).
+			c2 := newClient(t, opts)
+			if got, err := Get[profile](ctx, c2, name+":struct"); err != nil || !reflect.DeepEqual(got, p) {
+				t.Fatalf("cold read: %+v %v", got, err)
+			}
+			if _, err := Get[profile](ctx, c2, name+":missing"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("missing: %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int8:
+		return int64(n)
+	case int16:
+		return int64(n)
+	case int32:
+		return int64(n)
+	case int64:
+		return n
+	case uint8:
+		return int64(n)
+	}
+	return 1 << 62
+}
+
+func TestL1OnlyMode(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	if err := c.Set(bg, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Get[string](bg, c, "k"); err != nil || v != "v" {
+		t.Fatalf("got %q %v", v, err)
+	}
+	if err := c.Delete(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get[string](bg, c, "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+func TestInvalidTTLRejectedBeforeIO(t *testing.T) {
+	srv, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
+	srv.Kill() // any I/O would now fail with a backend error
+	for _, ttl := range []time.Duration{0, -time.Second, 31 * 24 * time.Hour} {
+		if err := c.SetWithTTL(bg, "k", 1, ttl); !errors.Is(err, ErrInvalidTTL) {
+			t.Errorf("ttl %v: %v, want ErrInvalidTTL", ttl, err)
+		}
+	}
+}
+
+func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
+	if err := c.SetWithTTL(bg, "short", "v", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.TTL(bg, "short")
+	if err != nil || d <= 500*time.Millisecond || d > time.Second {
+		t.Fatalf("TTL after sub-second set = %v, %v; want ceiled to 1s", d, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := Get[string](bg, c, "short")
+		if errors.Is(err, ErrNotFound) {
+			break // expired in both tiers
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("entry still readable 5s after a 1s TTL: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestBackfillBoundedByRemainingTTL(t *testing.T) {
+	_, rdb := withRedis(t)
+	writer := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	if err := writer.SetWithTTL(bg, "bf", "v", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Shorten the Redis TTL behind the client's back: the reader must not
+	// keep the entry in L1 longer than Redis does.
+	if err := rdb.PExpire(bg, "bf", 1200*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reader := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	if _, err := Get[string](bg, reader, "bf"); err != nil {
+		t.Fatal(err)
+	}
+	if st := reader.Stats(); st.L2Hits != 1 {
+		t.Fatalf("first read should come from L2: %+v", st)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if _, err := Get[string](bg, reader, "bf"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("L1 outlived the remaining L2 TTL: %v", err)
+	}
+}
+
+func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
+	_, rdb := withRedis(t)
+	c, err := New(Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(bg, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	checks := map[string]error{
+		"Set":    c.Set(bg, "k", 2),
+		"Get":    c.Get(bg, "k", new(int)),
+		"Delete": c.Delete(bg, "k"),
+		"MSet":   c.MSet(bg, map[string]any{"a": 1}, time.Minute),
+	}
+	_, checks["Exists"] = c.Exists(bg, "k")
+	_, checks["GetBytes"] = c.GetBytes(bg, "k")
+	_, checks["MGet"] = MGet[int](bg, c, []string{"k"})
+	_, checks["GetOrLoad"] = GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (int, error) { return 1, nil })
+	for name, err := range checks {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	if err := rdb.Ping(bg).Err(); err != nil {
+		t.Fatalf("injected client was closed: %v", err)
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	bad := map[string]Options{
+		"no storage":          {},
+		"secure without key":  {L1MaxBytes: 1, RequireEncryption: true},
+		"interop with prefix": {L1MaxBytes: 1, Interop: true, KeyPrefix: "p:"},
+		"negative L1":         {L1MaxBytes: -1},
+		"jitter":              {L1MaxBytes: 1, L1TTLJitter: 0.9},
+		"ttl too long":        {L1MaxBytes: 1, DefaultTTL: 31 * 24 * time.Hour},
+	}
+	for name, o := range bad {
+		if _, err := New(o); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	t.Setenv(MasterKeyEnv, "")
+	if _, err := Secure(""); !errors.Is(err, ErrConfig) {
+		t.Errorf("Secure without any key: %v", err)
+	}
+	t.Setenv(MasterKeyEnv, strings.Repeat("ab", 32))
+	o, err := Secure("")
+	if err != nil || o.Encryption == nil || !o.RequireEncryption {
+		t.Fatalf("Secure from env: %+v %v", o, err)
+	}
+	// The key variable alone never switches encryption on.
+	p := Production()
+	c := newClient(t, p)
+	if c.Encrypted() {
+		t.Fatal("production preset encrypted because CACHEKIT_MASTER_KEY is set")
+	}
+}

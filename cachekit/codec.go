@@ -1,0 +1,131 @@
+package cachekit
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// appendWriter is an io.Writer that appends to a byte slice, so the msgpack
+// encoder writes straight into a pooled scratch buffer.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// encode turns a caller's value into the msgpack payload, in s.value.
+// Auto mode uses vmihailenco/msgpack with shortest-width integers (structs
+// become maps keyed by field name or `msgpack` tag). Interop mode writes
+// the protocol's canonical encoding, going through a generic decode when
+// the value is a struct or another type the canonical writer does not take.
+func (c *Client) encode(s *scratch, value any) ([]byte, error) {
+	if c.interop {
+		out, err := protocol.AppendCanonicalValue(s.value[:0], value)
+		if err == nil {
+			s.value = out
+			return out, nil
+		}
+		if !errors.Is(err, protocol.ErrUnsupported) {
+			return nil, err
+		}
+		raw, merr := msgpackMarshal(value)
+		if merr != nil {
+			return nil, merr
+		}
+		generic, derr := protocol.DecodeMsgpack(raw, protocol.DefaultDecodeLimits)
+		if derr != nil {
+			return nil, derr
+		}
+		if out, err = protocol.AppendCanonicalValue(s.value[:0], generic); err != nil {
+			return nil, err
+		}
+		s.value = out
+		return out, nil
+	}
+	w := appendWriter{b: s.value[:0]}
+	enc := msgpack.GetEncoder()
+	enc.Reset(&w)
+	enc.UseCompactInts(true)
+	err := enc.Encode(value)
+	msgpack.PutEncoder(enc)
+	if err != nil {
+		return nil, fmt.Errorf("cachekit: encode value: %w", err)
+	}
+	s.value = w.b
+	return w.b, nil
+}
+
+func msgpackMarshal(value any) ([]byte, error) {
+	var w appendWriter
+	enc := msgpack.GetEncoder()
+	enc.Reset(&w)
+	enc.UseCompactInts(true)
+	err := enc.Encode(value)
+	msgpack.PutEncoder(enc)
+	if err != nil {
+		return nil, fmt.Errorf("cachekit: encode value: %w", err)
+	}
+	return w.b, nil
+}
+
+// decodeInto decodes a checked msgpack payload into dst.
+func decodeInto(payload []byte, dst any) error {
+	if dst == nil {
+		return errors.New("cachekit: decode: nil destination")
+	}
+	if err := msgpack.Unmarshal(payload, dst); err != nil {
+		return fmt.Errorf("cachekit: decode value: %w", err)
+	}
+	return nil
+}
+
+// binPayload returns the bytes of a payload that is one msgpack bin, or a
+// str, so GetBytes also reads a value that was stored from a Go string.
+func binPayload(p []byte) ([]byte, error) {
+	if len(p) == 0 {
+		return nil, ErrNotBytes
+	}
+	var n, h int
+	switch t := p[0]; {
+	case t == 0xc4 || t == 0xd9:
+		if len(p) < 2 {
+			return nil, ErrNotBytes
+		}
+		n, h = int(p[1]), 2
+	case t == 0xc5 || t == 0xda:
+		if len(p) < 3 {
+			return nil, ErrNotBytes
+		}
+		n, h = int(p[1])<<8|int(p[2]), 3
+	case t == 0xc6 || t == 0xdb:
+		if len(p) < 5 {
+			return nil, ErrNotBytes
+		}
+		n, h = int(p[1])<<24|int(p[2])<<16|int(p[3])<<8|int(p[4]), 5
+	case t&0xe0 == 0xa0: // fixstr
+		n, h = int(t&0x1f), 1
+	default:
+		return nil, ErrNotBytes
+	}
+	if len(p)-h != n {
+		return nil, ErrNotBytes
+	}
+	return p[h:], nil
+}
+
+// checkKey rejects keys the mode cannot store: empty keys, and in interop
+// mode anything that is not an interop/v1 key.
+func (c *Client) checkKey(key string) error {
+	if key == "" {
+		return &protocol.FormatError{Op: "cache-key", Reason: "empty key", Err: protocol.ErrInvalidKey}
+	}
+	if c.interop {
+		return protocol.ValidateInteropKey(key)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Package cachekit is an encrypted two-level cache client: an in-process L1
+// (ristretto) in front of Redis (L2), speaking the CacheKit protocol so that
+// entries are byte-compatible with the Python, Rust and TypeScript SDKs.
+//
+// # What is stored
+//
+// A value is encoded with msgpack, wrapped in the protocol's ByteStorage
+// envelope (LZ4 block compression and an xxHash3-64 checksum; see
+// Options.DisableCompression) and, with Options.Encryption set, sealed with
+// AES-256-GCM under a key derived for the tenant with HKDF-SHA256. The
+// ciphertext is bound by its additional authenticated data to the tenant,
+// the full Redis key (prefix included), the format ("msgpack") and whether
+// the envelope was used, so an entry copied to another key, tenant or mode
+// fails to authenticate instead of decoding as the wrong value. Stored bytes
+// are nonce‖ciphertext‖tag with no header, the same as the TypeScript SDK.
+//
+// L1 holds exactly the bytes L2 holds: with encryption on, the process heap
+// keeps only ciphertext, and each L1 hit is decrypted on the caller's
+// goroutine (no goroutine, channel or lock on that path once keys exist).
+//
+// # Guarantees
+//
+//   - Read-your-write: once Set returns nil, a Get in the same process sees
+//     the new value (unless L1 admission rejected it in L1-only mode, which
+//     Stats counts), and a slow backfill from Redis never overwrites a newer
+//     Set or resurrects a Delete in L1.
+//   - An entry that fails to authenticate or parse is never returned as a
+//     value: from L1 it is evicted and the read falls back to Redis; from
+//     Redis it is an *EntryError wrapping ErrAuthFailed or a *FormatError.
+//   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
+//     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
+//   - Logs and errors never contain key material, values or raw cache keys;
+//     keys appear only as KeyDigest.
+//
+// # Threat model
+//
+// Redis (and whoever can read or write it) is not trusted with values: it
+// sees key names, sizes and timing, but values are confidential and tamper-
+// evident. The process holding the master key is trusted. Close zeroizes the
+// derived keys.
+//
+// # Key rotation
+//
+// Put the new master key in encryption.Config.MasterKey and up to three old
+// ones in PreviousKeys: new writes use the new key, reads try the current key
+// first and then each previous key with the same AAD. Stats.DecryptsByKey
+// shows when the old keys are no longer needed.
+//
+// # Modes
+//
+// Auto mode (the default) stores this SDK's own container, readable by any
+// cachekit-go client with the same options. Interop mode (Options.Interop)
+// uses the protocol's cross-SDK keys and canonical msgpack values, readable
+// by every CacheKit SDK in interop mode.
+package cachekit

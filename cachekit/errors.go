@@ -1,0 +1,76 @@
+package cachekit
+
+import (
+	"errors"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrNotFound: the key is in neither tier (or has expired).
+	ErrNotFound = errors.New("cachekit: not found")
+	// ErrClosed: the Client was closed; every call after Close returns it.
+	ErrClosed = errors.New("cachekit: client closed")
+	// ErrAuthFailed: an entry did not authenticate under this client's keys,
+	// tenant and cache key (tampered, moved from another key, written for
+	// another tenant or under a key the keyring does not hold). It is the
+	// encryption package's sentinel, so errors.Is matches either name.
+	ErrAuthFailed = encryption.ErrAuthFailed
+	// ErrNonceExhausted: the encryptor used all of its 2^32-1 nonces; build a
+	// new Client (a new encryptor instance id) to continue writing.
+	ErrNonceExhausted = encryption.ErrNonceExhausted
+	// ErrInvalidTTL: a TTL was zero, negative or above the protocol maximum of
+	// 30 days. Returned before any I/O.
+	ErrInvalidTTL = protocol.ErrInvalidTTL
+	// ErrConfig: Options cannot be used (see the wrapped message).
+	ErrConfig = errors.New("cachekit: invalid options")
+	// ErrNotBytes: GetBytes or AppendValue found a value that is not a
+	// msgpack bin (it was not stored from a []byte).
+	ErrNotBytes = errors.New("cachekit: value is not a byte string")
+)
+
+// BackendError reports a failed Redis operation: Op names it ("get", "set",
+// ...), Err is the cause (context errors stay matchable with errors.Is).
+// It never carries keys or values.
+type BackendError = l2.BackendError
+
+// FormatError reports stored bytes or inputs that break the protocol's byte
+// formats (bad envelope, malformed msgpack, a checksum mismatch, a bad key).
+type FormatError = protocol.FormatError
+
+// Tier names where an entry came from.
+type Tier string
+
+// The tiers an entry can come from.
+const (
+	TierL1 Tier = "l1"
+	TierL2 Tier = "l2"
+)
+
+// EntryError reports an entry that was found but could not be opened:
+// authentication failed, the envelope or msgpack was malformed, or it did not
+// decode into the destination. It names the tier and a digest of the key
+// (never the key itself); errors.Is/As reach the cause through Unwrap.
+type EntryError struct {
+	Tier      Tier
+	KeyDigest string
+	Err       error
+}
+
+// Error implements error.
+func (e *EntryError) Error() string {
+	return "cachekit: " + string(e.Tier) + " entry " + e.KeyDigest + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *EntryError) Unwrap() error { return e.Err }
+
+func configErr(msg string) error { return &configError{msg} }
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return "cachekit: invalid options: " + e.msg }
+func (e *configError) Unwrap() error { return ErrConfig }

@@ -1,0 +1,53 @@
+package cachekit
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+)
+
+// testKey is a fixed 32-byte master key for tests (never a real key).
+var testKey = bytes.Repeat([]byte{0x42}, 32)
+
+func encConfig(tenant string) *encryption.Config {
+	return &encryption.Config{MasterKey: append([]byte(nil), testKey...), Tenant: tenant}
+}
+
+// withRedis starts a private redis-server and returns it with a client the
+// test owns (closed at cleanup).
+func withRedis(t *testing.T) (*redistest.Server, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return srv, rdb
+}
+
+func newClient(t testing.TB, opts Options) *Client {
+	t.Helper()
+	c, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// modes is the matrix most behaviour tests run over.
+func modes() map[string]Options {
+	return map[string]Options{
+		"plain":              {L1MaxBytes: 1 << 20},
+		"plain/nocompress":   {L1MaxBytes: 1 << 20, DisableCompression: true},
+		"encrypted":          {L1MaxBytes: 1 << 20, Encryption: encConfig("")},
+		"encrypted/nocompr":  {L1MaxBytes: 1 << 20, Encryption: encConfig(""), DisableCompression: true},
+		"encrypted/noL1":     {Encryption: encConfig("")},
+		"encrypted/prefixed": {L1MaxBytes: 1 << 20, Encryption: encConfig("t1"), KeyPrefix: "app:"},
+	}
+}
+
+var bg = context.Background()

@@ -1,0 +1,251 @@
+package cachekit
+
+// The hot path, on one screen: Set seals (encode -> envelope -> AAD ->
+// EncryptNow) and writes L2 then L1; Get reads L1, opens (DecryptNow ->
+// envelope open -> bounded msgpack check) and decodes; on an L1 miss it
+// reads L2, authenticates before admitting the bytes to L1, backfills L1 no
+// longer than the entry's remaining TTL, and decodes. L1 only ever holds
+// the same sealed bytes that L2 holds.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/l1"
+	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// Set stores value under key for the Client's DefaultTTL.
+func (c *Client) Set(ctx context.Context, key string, value any) error {
+	return c.SetWithTTL(ctx, key, value, c.defaultTTL)
+}
+
+// SetWithTTL stores value under key for ttl. ttl must be positive and at
+// most 30 days; sub-second TTLs are rounded up to one second. The value is
+// encoded with msgpack (canonical msgpack in interop mode). L2 is written
+// first, then L1; once SetWithTTL returns nil, a Get in this process returns
+// the new value (unless L1 admission rejected it and L2 is absent, which
+// Stats counts as L1Rejected).
+func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	ttl, err := protocol.NormalizeTTL(ttl)
+	if err != nil {
+		return err
+	}
+	if err := c.checkKey(key); err != nil {
+		return err
+	}
+	s := getScratch()
+	defer putScratch(s)
+	payload, err := c.encode(s, value)
+	if err != nil {
+		return err
+	}
+	stored, err := c.seal(ctx, s, key, payload)
+	if err != nil {
+		return err
+	}
+	return c.store(ctx, key, stored, ttl)
+}
+
+// store writes sealed bytes to L2 then L1.
+func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
+	if c.l2 != nil {
+		if err := c.l2.Set(ctx, c.fullKey(key), stored, ttl); err != nil {
+			c.stats.l2Errors.Add(1)
+			if c.l1 != nil {
+				c.l1.Delete(key) // L2 state unknown: never serve the old value from L1
+			}
+			return err
+		}
+	}
+	if c.l1 != nil {
+		if !c.l1.Set(key, stored, ttl) {
+			c.stats.l1Rejected.Add(1)
+		}
+	}
+	return nil
+}
+
+// Get decodes the value stored under key into dst, a non-nil pointer. It
+// returns ErrNotFound when neither tier has the key.
+func (c *Client) Get(ctx context.Context, key string, dst any) error {
+	s := getScratch()
+	defer putScratch(s)
+	payload, tier, err := c.load(ctx, s, key)
+	if err != nil {
+		return err
+	}
+	if err := decodeInto(payload, dst); err != nil {
+		return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+	}
+	return nil
+}
+
+// AppendValue appends the []byte value stored under key to dst and returns
+// the extended slice. With encryption on and an L1 hit it allocates nothing
+// when dst has room. The value must have been stored from a []byte
+// (otherwise ErrNotBytes).
+func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	s := getScratch()
+	defer putScratch(s)
+	payload, tier, err := c.load(ctx, s, key)
+	if err != nil {
+		return dst, err
+	}
+	raw, err := binPayload(payload)
+	if err != nil {
+		return dst, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+	}
+	return append(dst, raw...), nil
+}
+
+// GetBytes returns a copy of the []byte value stored under key.
+func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
+	out, err := c.AppendValue(ctx, nil, key)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, nil
+}
+
+// load finds key's entry, opens it and returns its msgpack payload, which
+// lives in s and is valid until s is returned to the pool.
+func (c *Client) load(ctx context.Context, s *scratch, key string) ([]byte, Tier, error) {
+	if c.closed.Load() {
+		return nil, "", ErrClosed
+	}
+	if c.l1 != nil {
+		if stored, ok := c.l1.Get(key); ok {
+			payload, err := c.open(ctx, s, key, stored)
+			if err == nil {
+				c.stats.l1Hits.Add(1)
+				return payload, TierL1, nil
+			}
+			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+				return nil, TierL1, err
+			}
+			// A bad L1 entry is dropped and the read falls through to L2.
+			c.stats.openFailures(TierL1).Add(1)
+			c.l1.Delete(key)
+			c.warn("l1 entry failed to open; evicted", key, err)
+		} else {
+			c.stats.l1Misses.Add(1)
+		}
+	}
+	if c.l2 == nil {
+		return nil, "", ErrNotFound
+	}
+	var ver l1.Version
+	if c.l1 != nil {
+		ver = c.l1.Version(key)
+	}
+	stored, ttl, err := c.l2.GetWithTTL(ctx, c.fullKey(key))
+	if errors.Is(err, l2.ErrNotFound) {
+		c.stats.l2Misses.Add(1)
+		return nil, "", ErrNotFound
+	}
+	if err != nil {
+		c.stats.l2Errors.Add(1)
+		return nil, "", err
+	}
+	payload, err := c.open(ctx, s, key, stored)
+	if err != nil {
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return nil, TierL2, err
+		}
+		c.stats.openFailures(TierL2).Add(1)
+		c.warn("l2 entry failed to open", key, err)
+		return nil, TierL2, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
+	}
+	c.stats.l2Hits.Add(1)
+	// Authenticated: admit to L1, never for longer than L2 keeps it.
+	if c.l1 != nil && ttl > 0 {
+		c.l1.SetIfVersion(key, stored, ttl, ver)
+	}
+	return payload, TierL2, nil
+}
+
+// seal turns a msgpack payload into the bytes both tiers store, in a fresh
+// slice that L1 may keep.
+func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
+	body := payload
+	if c.compressed {
+		var err error
+		if s.plain, err = protocol.SealEnvelope(s.plain[:0], payload, protocol.FormatMsgpack); err != nil {
+			return nil, err
+		}
+		body = s.plain
+	}
+	if c.enc == nil {
+		return append(make([]byte, 0, len(body)), body...), nil
+	}
+	aad, err := c.appendAAD(s, key)
+	if err != nil {
+		return nil, err
+	}
+	out, d, err := c.enc.EncryptNow(make([]byte, 0, len(body)+encryption.Overhead), body, aad)
+	if d != nil {
+		out, err = d.Wait(ctx)
+	}
+	if err != nil {
+		return nil, c.mapErr(err)
+	}
+	return out, nil
+}
+
+// open authenticates and unwraps stored bytes into the msgpack payload. The
+// container is the one this Client is configured for; it never guesses.
+func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	body := stored
+	if c.enc != nil {
+		aad, err := c.appendAAD(s, key)
+		if err != nil {
+			return nil, err
+		}
+		var d *encryption.Deferred
+		s.plain, d, err = c.enc.DecryptNow(s.plain[:0], stored, aad)
+		if d != nil {
+			s.plain, err = d.Wait(ctx)
+		}
+		if err != nil {
+			return nil, c.mapErr(err)
+		}
+		body = s.plain
+	}
+	if c.compressed {
+		var err error
+		if s.value, err = protocol.OpenEnvelope(s.value[:0], body); err != nil {
+			return nil, err
+		}
+		body = s.value
+	}
+	if err := protocol.CheckMsgpack(body, protocol.DefaultDecodeLimits); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// appendAAD builds the AAD v0x03 for key into s.aad: tenant, the full Redis
+// key (prefix included), format "msgpack" and the compressed flag.
+func (c *Client) appendAAD(s *scratch, key string) ([]byte, error) {
+	var err error
+	s.aad, err = protocol.AppendAADKey(s.aad[:0], c.tenant, c.prefix, key, protocol.FormatMsgpack, c.compressed)
+	return s.aad, err
+}
+
+// mapErr turns the encryption package's closed error into ErrClosed.
+func (c *Client) mapErr(err error) error {
+	if errors.Is(err, encryption.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}

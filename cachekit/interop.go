@@ -1,0 +1,44 @@
+package cachekit
+
+import (
+	"context"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// InteropKey returns the interop/v1 key "{namespace}:{operation}:{args_hash}"
+// for positional arguments, the key every CacheKit SDK computes for the same
+// call. Arguments may be nil, bool, integers, floats, strings, []byte,
+// time.Time, protocol.UUID, protocol.Set, slices and string-keyed maps.
+func InteropKey(namespace, operation string, args ...any) (string, error) {
+	return protocol.InteropKey(namespace, operation, args...)
+}
+
+// InteropSet stores value under the interop key of (namespace, operation,
+// args) for ttl. The Client must be in interop mode (Options.Interop), so
+// other SDKs read the entry.
+func (c *Client) InteropSet(ctx context.Context, namespace, operation string, args []any, value any, ttl time.Duration) error {
+	key, err := c.interopKey(namespace, operation, args)
+	if err != nil {
+		return err
+	}
+	return c.SetWithTTL(ctx, key, value, ttl)
+}
+
+// InteropGet decodes the value stored under the interop key of (namespace,
+// operation, args) into dst.
+func (c *Client) InteropGet(ctx context.Context, namespace, operation string, args []any, dst any) error {
+	key, err := c.interopKey(namespace, operation, args)
+	if err != nil {
+		return err
+	}
+	return c.Get(ctx, key, dst)
+}
+
+func (c *Client) interopKey(namespace, operation string, args []any) (string, error) {
+	if !c.interop {
+		return "", configErr("interop helpers need a Client built with Options.Interop")
+	}
+	return protocol.InteropKey(namespace, operation, args...)
+}

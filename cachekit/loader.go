@@ -1,0 +1,167 @@
+package cachekit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// GetOrLoad returns the T cached under key or, on a miss, runs load, stores
+// its result for ttl and returns it.
+//
+// Concurrent callers in this process share one load per key (single-flight).
+// Each caller's ctx is honoured: a caller whose ctx ends gets ctx.Err() at
+// once, while the load goes on for the others (it runs under a context that
+// keeps ctx's values but not its cancellation). Loader errors are returned
+// to every waiting caller and never cached. With Options.LockTTL set, the
+// load also takes a Redis lock ({key}:lock, SET NX PX) so one instance of a
+// fleet loads while others wait for its result; failing to take or reach
+// the lock means loading without it.
+//
+// An entry that exists but cannot be opened (tampered, wrong key) is
+// replaced by a fresh load; a Redis error is returned.
+func GetOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if _, err := protocol.NormalizeTTL(ttl); err != nil {
+		return zero, err
+	}
+	v, err := Get[T](ctx, c, key)
+	if err == nil || !loadable(err) {
+		return v, err
+	}
+	res, err := c.flights.do(ctx, key, func(lctx context.Context) (any, error) {
+		return loadAndStore(lctx, c, key, ttl, load)
+	})
+	if err != nil {
+		return zero, err
+	}
+	if v, ok := res.(T); ok {
+		return v, nil
+	}
+	// Another caller loaded the same key as a different type: read it back
+	// as ours.
+	return Get[T](ctx, c, key)
+}
+
+// loadable reports whether a Get error means "load a fresh value".
+func loadable(err error) bool {
+	var ee *EntryError
+	return errors.Is(err, ErrNotFound) || errors.As(err, &ee)
+}
+
+func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
+	// A caller that missed just before the previous flight stored its value
+	// starts a new flight: look again before loading.
+	if v, err := Get[T](ctx, c, key); err == nil {
+		return v, nil
+	} else if !loadable(err) {
+		return nil, err
+	}
+	if c.lockTTL > 0 && c.l2 != nil {
+		unlock, v, found := c.lockOrWait(ctx, key, func() (any, bool) {
+			v, err := Get[T](ctx, c, key)
+			return v, err == nil
+		})
+		if found {
+			return v, nil
+		}
+		defer unlock()
+	}
+	c.stats.loads.Add(1)
+	v, err := load(ctx)
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		return nil, err
+	}
+	if err := c.SetWithTTL(ctx, key, v, ttl); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		c.warn("GetOrLoad could not store the loaded value", key, err)
+	}
+	return v, nil
+}
+
+// lockOrWait takes the distributed lock for key. When another instance
+// holds it, it polls the cache (via probe) until the lease would have
+// expired; found reports that the other instance's value arrived. When the
+// lock is taken, unlock releases it; on a lock error it is a no-op.
+func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
+	lockKey := c.fullKey(key) + ":lock"
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	noop := func() {}
+	ok, err := c.l2.TryLock(ctx, lockKey, token, c.lockTTL)
+	if err != nil {
+		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
+		return noop, nil, false
+	}
+	if ok {
+		return func() { _, _ = c.l2.Unlock(context.WithoutCancel(ctx), lockKey, token) }, nil, false
+	}
+	deadline := c.now().Add(c.lockTTL)
+	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return noop, nil, false
+		case <-time.After(wait):
+		}
+		if v, ok := probe(); ok {
+			return noop, v, true
+		}
+	}
+	return noop, nil, false
+}
+
+// flightGroup runs one function per key at a time and shares its result
+// with every caller that arrives while it runs.
+type flightGroup struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+type flight struct {
+	done chan struct{}
+	val  any
+	err  error
+}
+
+func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	g.mu.Lock()
+	if g.m == nil {
+		g.m = make(map[string]*flight)
+	}
+	f, ok := g.m[key]
+	if !ok {
+		f = &flight{done: make(chan struct{})}
+		g.m[key] = f
+		go g.run(context.WithoutCancel(ctx), key, f, fn)
+	}
+	g.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.val, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (g *flightGroup) run(ctx context.Context, key string, f *flight, fn func(context.Context) (any, error)) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.err = fmt.Errorf("cachekit: loader panicked (%T)", r) // the value may hold data: name only its type
+		}
+		g.mu.Lock()
+		delete(g.m, key)
+		g.mu.Unlock()
+		close(f.done)
+	}()
+	f.val, f.err = fn(ctx)
+}

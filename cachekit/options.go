@@ -1,0 +1,163 @@
+package cachekit
+
+import (
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+)
+
+// MasterKeyEnv is the environment variable the Secure preset reads the hex
+// master key from when none is passed. Its presence alone never turns
+// encryption on: only Secure or a non-nil Options.Encryption does.
+const MasterKeyEnv = "CACHEKIT_MASTER_KEY"
+
+// RedisURLEnv is the environment variable the examples and the command-line
+// tool read a Redis URL from. The library itself never reads it.
+const RedisURLEnv = "CACHEKIT_REDIS_URL"
+
+// Preset names the intent an Options value was built for.
+type Preset string
+
+// The presets of the CacheKit protocol that apply to this SDK.
+const (
+	PresetCustom     Preset = ""
+	PresetMinimal    Preset = "minimal"
+	PresetProduction Preset = "production"
+	PresetSecure     Preset = "secure"
+)
+
+// Options configures a Client. New never modifies it. The zero value is not
+// usable on its own (it has neither L1 nor Redis): start from a preset
+// (Minimal, Production, Secure) or set Redis/RedisURL and/or L1MaxBytes.
+type Options struct {
+	// Redis is an injected go-redis client (standalone, cluster or
+	// sentinel). The Client uses it but never closes it.
+	// Default: nil (then RedisURL is used; with neither, L1-only mode).
+	Redis redis.UniversalClient
+
+	// RedisURL is used when Redis is nil: a redis:// or rediss:// URL. The
+	// Client owns the connection it opens and closes it on Close.
+	// Default: "" (no Redis: L1-only mode).
+	RedisURL string
+
+	// L1MaxBytes is the capacity of the in-process L1 in stored (sealed)
+	// bytes. 0 disables L1. Default: 0; every preset sets 64 MiB.
+	L1MaxBytes int64
+
+	// L1TTLJitter shortens each L1 entry's lifetime by a random fraction up
+	// to this value (0 to 0.5), so entries written together do not expire
+	// together. Default: 0 (no jitter).
+	L1TTLJitter float64
+
+	// KeyPrefix is prepended to every key before it reaches Redis (and is
+	// part of the authenticated cache key). Interop mode refuses it.
+	// Default: "".
+	KeyPrefix string
+
+	// Encryption turns on AES-256-GCM encryption of every value in every
+	// tier. nil means off; a master key in the environment never switches
+	// it on. Default: nil (Secure sets it).
+	Encryption *encryption.Config
+
+	// RequireEncryption makes New fail when Encryption is nil: the Secure
+	// preset's fail-closed guarantee. Default: false (Secure sets true).
+	RequireEncryption bool
+
+	// DisableCompression stores plain msgpack instead of the ByteStorage
+	// envelope (LZ4 + xxHash3-64). Default: false (compression on).
+	DisableCompression bool
+
+	// Interop switches to the protocol's cross-SDK interop mode: keys are
+	// interop/v1 keys ("{namespace}:{operation}:{args_hash}", see InteropKey),
+	// values are one canonical msgpack document, the AAD says
+	// compressed="False", and KeyPrefix must be empty. Default: false.
+	Interop bool
+
+	// DefaultTTL is the lifetime Set uses. Default: 0, which New treats as
+	// 10 minutes (the production preset's 600 s); presets set their own.
+	DefaultTTL time.Duration
+
+	// LockTTL enables GetOrLoad's distributed lock (SET {key}:lock NX PX)
+	// with this lease. Default: 0 (in-process single-flight only).
+	LockTTL time.Duration
+
+	// Logger receives warnings (never keys, values or key material; keys
+	// appear only as a short BLAKE2b digest). Default: slog.Default().
+	Logger *slog.Logger
+
+	// Clock returns the current time; for tests. Default: time.Now.
+	Clock func() time.Time
+
+	// Preset records which preset built these options (informational; New
+	// checks the guarantees the preset implies). Default: PresetCustom.
+	Preset Preset
+}
+
+// defaultTTL is used when Options.DefaultTTL is zero.
+const defaultTTL = 600 * time.Second
+
+// defaultL1Bytes is the L1 capacity every preset sets.
+const defaultL1Bytes = 64 << 20
+
+// Minimal returns the minimal preset: L1 on (64 MiB), default TTL 300 s,
+// no encryption. Point it at Redis with RedisURL or Redis, or leave both
+// empty for an in-process cache. When Redis is unreachable the error is
+// returned to the caller.
+func Minimal() Options {
+	return Options{L1MaxBytes: defaultL1Bytes, DefaultTTL: 300 * time.Second, Preset: PresetMinimal}
+}
+
+// Production returns the production preset: L1 on (64 MiB), default TTL
+// 600 s, compression on, no encryption.
+func Production() Options {
+	return Options{L1MaxBytes: defaultL1Bytes, DefaultTTL: 600 * time.Second, Preset: PresetProduction}
+}
+
+// Secure returns the secure preset: L1 on (64 MiB, ciphertext only),
+// default TTL 600 s, encryption required, tenant "default". masterKeyHex is
+// the 64-hex-digit master key; when it is "" the key is read from
+// CACHEKIT_MASTER_KEY, and when neither is present Secure fails: it never
+// falls back to plaintext.
+func Secure(masterKeyHex string) (Options, error) {
+	if masterKeyHex == "" {
+		masterKeyHex = os.Getenv(MasterKeyEnv)
+	}
+	if masterKeyHex == "" {
+		return Options{}, configErr("secure preset needs a master key (argument or " + MasterKeyEnv + ")")
+	}
+	key, err := encryption.ParseMasterKeyHex(masterKeyHex)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{
+		L1MaxBytes:        defaultL1Bytes,
+		DefaultTTL:        600 * time.Second,
+		Encryption:        &encryption.Config{MasterKey: key},
+		RequireEncryption: true,
+		Preset:            PresetSecure,
+	}, nil
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.L1MaxBytes < 0:
+		return configErr("L1MaxBytes is negative")
+	case o.L1TTLJitter < 0 || o.L1TTLJitter > 0.5:
+		return configErr("L1TTLJitter must be within [0, 0.5]")
+	case o.DefaultTTL < 0:
+		return configErr("DefaultTTL is negative")
+	case o.LockTTL < 0:
+		return configErr("LockTTL is negative")
+	case o.RequireEncryption && o.Encryption == nil:
+		return configErr("encryption is required (secure preset) but Options.Encryption is nil")
+	case o.Interop && o.KeyPrefix != "":
+		return configErr("interop mode refuses a key prefix")
+	case o.Redis == nil && o.RedisURL == "" && o.L1MaxBytes == 0:
+		return configErr("no storage: set Redis, RedisURL or L1MaxBytes")
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package cachekit
+
+import "sync/atomic"
+
+// Stats is a snapshot of a Client's counters since New.
+type Stats struct {
+	L1Hits, L1Misses uint64
+	// L1Rejected counts Sets whose bytes L1 admission refused (L1 full).
+	L1Rejected uint64
+	// L1Bytes is the sealed bytes L1 holds now.
+	L1Bytes int64
+	// L1OpenFailures counts L1 entries that failed to decrypt or unwrap
+	// and were evicted (the read fell through to L2).
+	L1OpenFailures uint64
+
+	L2Hits, L2Misses, L2Errors uint64
+	// L2OpenFailures counts L2 entries that failed to decrypt or unwrap
+	// (returned to the caller as an *EntryError).
+	L2OpenFailures uint64
+
+	// Encryptions is the number of values sealed (the nonce counter).
+	Encryptions uint64
+	// DecryptsByKey counts successful decryptions by keyring index:
+	// [0] the current key, [1..3] previous keys (rotation drain).
+	DecryptsByKey [4]uint64
+	// KeyFingerprint is the hex fingerprint of the current tenant key, ""
+	// without encryption or before keys are derived. It identifies the key
+	// without revealing it.
+	KeyFingerprint string
+
+	// Loads counts GetOrLoad loader runs; LoadErrors the failed ones.
+	Loads, LoadErrors uint64
+}
+
+type counters struct {
+	l1Hits, l1Misses, l1Rejected, l1OpenFail atomic.Uint64
+	l2Hits, l2Misses, l2Errors, l2OpenFail   atomic.Uint64
+	loads, loadErrors                        atomic.Uint64
+}
+
+func (s *counters) openFailures(t Tier) *atomic.Uint64 {
+	if t == TierL1 {
+		return &s.l1OpenFail
+	}
+	return &s.l2OpenFail
+}
+
+// Stats returns the Client's counters. It works after Close.
+func (c *Client) Stats() Stats {
+	st := Stats{
+		L1Hits:         c.stats.l1Hits.Load(),
+		L1Misses:       c.stats.l1Misses.Load(),
+		L1Rejected:     c.stats.l1Rejected.Load(),
+		L1OpenFailures: c.stats.l1OpenFail.Load(),
+		L2Hits:         c.stats.l2Hits.Load(),
+		L2Misses:       c.stats.l2Misses.Load(),
+		L2Errors:       c.stats.l2Errors.Load(),
+		L2OpenFailures: c.stats.l2OpenFail.Load(),
+		Loads:          c.stats.loads.Load(),
+		LoadErrors:     c.stats.loadErrors.Load(),
+	}
+	if c.l1 != nil {
+		st.L1Bytes = c.l1.Stats().CostBytes
+	}
+	if c.enc != nil {
+		es := c.enc.Stats()
+		st.Encryptions = es.Encryptions
+		st.DecryptsByKey = es.DecryptsByKey
+		st.KeyFingerprint = es.Fingerprint
+	}
+	return st
+}

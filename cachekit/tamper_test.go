@@ -1,0 +1,139 @@
+package cachekit
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	if err := c.SetWithTTL(bg, "victim", sampleProfile(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := rdb.Get(bg, "victim").Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flip one bit at a time across the whole stored entry (stepping to keep
+	// the test quick for long entries); never a value, always ErrAuthFailed.
+	step := max(1, len(orig)*8/256)
+	for bit := 0; bit < len(orig)*8; bit += step {
+		bad := append([]byte(nil), orig...)
+		bad[bit/8] ^= 1 << (bit % 8)
+		if err := rdb.Set(bg, "victim", bad, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got profile
+		err := c.Get(bg, "victim", &got)
+		var ee *EntryError
+		if !errors.Is(err, ErrAuthFailed) || !errors.As(err, &ee) || ee.Tier != TierL2 {
+			t.Fatalf("bit %d: err = %v, want an L2 *EntryError wrapping ErrAuthFailed", bit, err)
+		}
+	}
+	for n := 0; n < len(orig); n++ {
+		if err := rdb.Set(bg, "victim", orig[:n], time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(bg, "victim", new(profile)); err == nil || errors.Is(err, ErrNotFound) {
+			t.Fatalf("truncated to %d bytes: err = %v, want a typed failure", n, err)
+		}
+	}
+	if got := c.Stats().L2OpenFailures; got == 0 {
+		t.Fatal("open failures were not counted")
+	}
+}
+
+func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	if err := c.Set(bg, "user:1", "alice-secret"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(bg, "user:2", "bob-secret"); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := rdb.Get(bg, "user:1").Bytes()
+	if err := rdb.Set(bg, "user:2", a, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	v, err := Get[string](bg, fresh, "user:2")
+	if !errors.Is(err, ErrAuthFailed) || v != "" {
+		t.Fatalf("swapped ciphertext read as %q, %v; want ErrAuthFailed", v, err)
+	}
+	// The swapped entry was not admitted to L1: a retry fails the same way.
+	if _, err := Get[string](bg, fresh, "user:2"); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("second read: %v", err)
+	}
+	if fresh.Stats().L1Bytes != 0 {
+		t.Fatal("unauthenticated bytes were admitted to L1")
+	}
+}
+
+func TestWrongTenantAndWrongKeyFail(t *testing.T) {
+	_, rdb := withRedis(t)
+	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-a")})
+	if err := w.Set(bg, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	other := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-b")})
+	if _, err := Get[string](bg, other, "k"); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("wrong tenant: %v", err)
+	}
+	cfg := encConfig("tenant-a")
+	cfg.MasterKey[0] ^= 1
+	wrongKey := newClient(t, Options{Redis: rdb, Encryption: cfg})
+	if _, err := Get[string](bg, wrongKey, "k"); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("wrong master key: %v", err)
+	}
+	// A plaintext reader must not return the ciphertext as a value either.
+	plain := newClient(t, Options{Redis: rdb})
+	if _, err := Get[string](bg, plain, "k"); err == nil {
+		t.Fatal("plaintext client decoded an encrypted entry")
+	}
+	// Nothing already stored was lost: the right client still reads it.
+	if v, err := Get[string](bg, newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-a")}), "k"); err != nil || v != "v" {
+		t.Fatalf("original entry: %q %v", v, err)
+	}
+}
+
+func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	if err := c.Set(bg, "k", "good"); err != nil {
+		t.Fatal(err)
+	}
+	c.l1.Set("k", []byte("garbage that is not a sealed entry"), time.Minute)
+	if v, err := Get[string](bg, c, "k"); err != nil || v != "good" {
+		t.Fatalf("got %q %v, want the L2 value", v, err)
+	}
+	if st := c.Stats(); st.L1OpenFailures != 1 || st.L2Hits != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestMalformedPlainEntries(t *testing.T) {
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb})
+	bad := map[string][]byte{
+		"empty":        {},
+		"not envelope": []byte("hello"),
+		"python frame": append([]byte("CK"), 1, 2, 3),
+		"bomb header":  {0x94, 0xc4, 0x01, 0x00, 0x98, 0, 0, 0, 0, 0, 0, 0, 0, 0xce, 0x1f, 0xff, 0xff, 0xff, 0xa7, 'm', 's', 'g', 'p', 'a', 'c', 'k'},
+	}
+	for name, b := range bad {
+		if err := rdb.Set(bg, name, b, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		err := c.Get(bg, name, &v)
+		var fe *protocol.FormatError
+		if !errors.As(err, &fe) || v != nil {
+			t.Errorf("%s: err = %v, value %v; want a *FormatError and no value", name, err, v)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package encryption
+
+import (
+	"bytes"
+	"context"
+	"crypto/cipher"
+	"testing"
+)
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{
+	{"100B", 100},
+	{"1KiB", 1 << 10},
+	{"16KiB", 16 << 10},
+	{"1MiB", 1 << 20},
+}
+
+// benchAAD is shaped like a real AAD v0x03 for a short key.
+var benchAAD = []byte("\x03\x00\x00\x00\x07default\x00\x00\x00\x0cusers:get:42\x00\x00\x00\x07msgpack\x00\x00\x00\x04True")
+
+// rawAEAD returns the bare cipher.AEAD the Manager would use for testKeyHex
+// and tenant "bench": the floor the Manager is measured against.
+func rawAEAD(tb testing.TB) cipher.AEAD {
+	tb.Helper()
+	var k [KeySize]byte
+	if err := deriveKey(&k, unhex(tb, testKeyHex), DomainEncryption, "bench"); err != nil {
+		tb.Fatal(err)
+	}
+	a, err := newAEAD(&k)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+func BenchmarkSealRaw(b *testing.B) {
+	a := rawAEAD(b)
+	nonce := make([]byte, NonceSize)
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			pt := bytes.Repeat([]byte{7}, s.n)
+			dst := make([]byte, 0, s.n+TagSize)
+			b.SetBytes(int64(s.n))
+			b.ReportAllocs()
+			for b.Loop() {
+				a.Seal(dst[:0], nonce, pt, benchAAD)
+			}
+		})
+	}
+}
+
+func BenchmarkOpenRaw(b *testing.B) {
+	a := rawAEAD(b)
+	nonce := make([]byte, NonceSize)
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			ct := a.Seal(nil, nonce, bytes.Repeat([]byte{7}, s.n), benchAAD)
+			dst := make([]byte, 0, s.n)
+			b.SetBytes(int64(s.n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := a.Open(dst[:0], nonce, ct, benchAAD); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkEncryptNow(b *testing.B) {
+	m := staticManager(b, "bench", testKeyHex)
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			pt := bytes.Repeat([]byte{7}, s.n)
+			dst := make([]byte, 0, s.n+Overhead)
+			b.SetBytes(int64(s.n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := m.EncryptNow(dst[:0], pt, benchAAD); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecryptNow(b *testing.B) {
+	m := staticManager(b, "bench", testKeyHex)
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			sealed, _, _ := m.EncryptNow(nil, bytes.Repeat([]byte{7}, s.n), benchAAD)
+			dst := make([]byte, 0, s.n)
+			b.SetBytes(int64(s.n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := m.DecryptNow(dst[:0], sealed, benchAAD); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEncryptDeferred measures the deferred path once keys exist: the
+// Deferred EncryptNow hands out before derivation, then its Wait.
+func BenchmarkEncryptDeferred(b *testing.B) {
+	m := staticManager(b, "bench", testKeyHex)
+	ctx := context.Background()
+	b.Run("100B", func(b *testing.B) {
+		pt := bytes.Repeat([]byte{7}, 100)
+		dst := make([]byte, 0, 100+Overhead)
+		b.SetBytes(100)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.deferred(opEncrypt, dst[:0], pt, benchAAD).Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkKeyringDecryptPrevious opens a value sealed under the previous
+// key: one failed attempt with the current key, then success.
+func BenchmarkKeyringDecryptPrevious(b *testing.B) {
+	const other = "2222222222222222222222222222222222222222222222222222222222222222"
+	old := staticManager(b, "bench", testKeyHex)
+	ring := staticManager(b, "bench", other, testKeyHex)
+	b.Run("100B", func(b *testing.B) {
+		sealed, _, _ := old.EncryptNow(nil, bytes.Repeat([]byte{7}, 100), benchAAD)
+		dst := make([]byte, 0, 100)
+		b.SetBytes(100)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := ring.DecryptNow(dst[:0], sealed, benchAAD); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestAllocationBudget: with keys derived and dst large enough, EncryptNow
+// and DecryptNow allocate nothing, whatever the keyring index.
+func TestAllocationBudget(t *testing.T) {
+	m := staticManager(t, "bench", "2222222222222222222222222222222222222222222222222222222222222222", testKeyHex)
+	old := staticManager(t, "bench", testKeyHex)
+	for _, n := range []int{0, 100, 16 << 10} {
+		pt := bytes.Repeat([]byte{7}, n)
+		encDst := make([]byte, 0, n+Overhead)
+		decDst := make([]byte, 0, n)
+		sealed, _, _ := m.EncryptNow(nil, pt, benchAAD)
+		sealedOld, _, _ := old.EncryptNow(nil, pt, benchAAD)
+		checks := map[string]func(){
+			"EncryptNow": func() {
+				if _, _, err := m.EncryptNow(encDst[:0], pt, benchAAD); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"DecryptNow": func() {
+				if _, _, err := m.DecryptNow(decDst[:0], sealed, benchAAD); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"DecryptNow previous key": func() {
+				if _, _, err := m.DecryptNow(decDst[:0], sealedOld, benchAAD); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"DecryptNow auth failure": func() {
+				if _, _, err := m.DecryptNow(decDst[:0], sealed, benchAAD[1:]); err == nil {
+					t.Fatal("opened under the wrong AAD")
+				}
+			},
+		}
+		for name, f := range checks {
+			if allocs := testing.AllocsPerRun(100, f); allocs != 0 {
+				t.Errorf("%s %d bytes: %.1f allocs per call, want 0", name, n, allocs)
+			}
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package encryption
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
+)
+
+// fuzzSeeds returns every (sealed, aad) pair of encryption.json sealed under
+// the main master key and tenant, plus the interop vector (same key and
+// tenant). It fails when there are none.
+func fuzzSeeds(f *testing.F) (tenant, keyHex string, seeds [][2][]byte) {
+	f.Helper()
+	var ef encryptionFile
+	vectors.Decode(f, "encryption.json", &ef)
+	add := func(rs []sealedRow) {
+		for _, r := range rs {
+			seeds = append(seeds, [2][]byte{unhex(f, r.CiphertextHex), unhex(f, r.AADHex)})
+		}
+	}
+	add(ef.Vectors)
+	add(ef.AADRejectVectors)
+	for _, r := range ef.DecryptedContainer.Vectors {
+		add([]sealedRow{r.sealedRow})
+	}
+	for _, r := range vectors.Group[interopEncRow](f, "interop-mode.json", "encryption_vectors") {
+		if r.MasterKeyHex == ef.MasterKeyHex && r.TenantID == ef.TenantID {
+			add([]sealedRow{r.sealedRow})
+		}
+	}
+	if len(seeds) == 0 {
+		f.Fatal("no fuzz seeds: the vector files yielded nothing")
+	}
+	return ef.TenantID, ef.MasterKeyHex, seeds
+}
+
+// FuzzDecrypt feeds arbitrary sealed values and AADs to DecryptNow. It must
+// never panic and may only succeed (with exactly len-Overhead bytes), fail
+// authentication, or refuse a value shorter than Overhead.
+func FuzzDecrypt(f *testing.F) {
+	tenant, keyHex, seeds := fuzzSeeds(f)
+	for _, s := range seeds {
+		f.Add(s[0], s[1])
+	}
+	m := staticManager(f, tenant, keyHex)
+	f.Fuzz(func(t *testing.T, sealed, aad []byte) {
+		out, d, err := m.DecryptNow(nil, sealed, aad)
+		if d != nil {
+			t.Fatal("ready manager deferred")
+		}
+		var fe *FormatError
+		switch {
+		case err == nil:
+			if len(out) != len(sealed)-Overhead {
+				t.Fatalf("%d bytes out of a %d-byte sealed value", len(out), len(sealed))
+			}
+		case errors.Is(err, ErrAuthFailed):
+			if len(sealed) < Overhead || out != nil {
+				t.Fatalf("auth failure on %d bytes with output %v", len(sealed), out != nil)
+			}
+		case errors.As(err, &fe):
+			if len(sealed) >= Overhead || out != nil {
+				t.Fatalf("format error on %d bytes", len(sealed))
+			}
+		default:
+			t.Fatalf("unexpected error %T %v", err, err)
+		}
+	})
+}
+
+// FuzzRoundTrip seals arbitrary plaintexts under arbitrary AADs and checks
+// they open to the same bytes, and not under a changed AAD.
+func FuzzRoundTrip(f *testing.F) {
+	tenant, keyHex, seeds := fuzzSeeds(f)
+	m := staticManager(f, tenant, keyHex)
+	for _, s := range seeds {
+		pt, _, err := m.DecryptNow(nil, s[0], s[1])
+		if err == nil {
+			f.Add(pt, s[1])
+		}
+	}
+	f.Fuzz(func(t *testing.T, pt, aad []byte) {
+		sealed, _, err := m.EncryptNow(nil, pt, aad)
+		if err != nil || len(sealed) != len(pt)+Overhead {
+			t.Fatalf("EncryptNow: %v", err)
+		}
+		got, _, err := m.DecryptNow(nil, sealed, aad)
+		if err != nil || !bytes.Equal(got, pt) {
+			t.Fatalf("round trip: %v", err)
+		}
+		if _, _, err := m.DecryptNow(nil, sealed, append(bytes.Clone(aad), 0)); !errors.Is(err, ErrAuthFailed) {
+			t.Fatalf("longer AAD: %v", err)
+		}
+	})
+}

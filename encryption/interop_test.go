@@ -1,0 +1,175 @@
+package encryption
+
+import (
+	"bytes"
+	"crypto/cipher"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"testing"
+
+	"github.com/c2sp/wycheproof"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
+)
+
+type interopAADRow struct {
+	Name     string `json:"name"`
+	TenantID string `json:"tenant_id"`
+	CacheKey string `json:"cache_key"`
+	AADHex   string `json:"aad_hex"`
+}
+
+type interopEncRow struct {
+	sealedRow
+	MasterKeyHex   string `json:"master_key_hex"`
+	TenantID       string `json:"tenant_id"`
+	FingerprintHex string `json:"derived_key_fingerprint_hex"`
+	NonceHex       string `json:"nonce_hex"`
+}
+
+func TestVectorsInteropEncryption(t *testing.T) {
+	for _, row := range vectors.Group[interopEncRow](t, "interop-mode.json", "encryption_vectors") {
+		t.Run(row.Name, func(t *testing.T) {
+			m := staticManager(t, row.TenantID, row.MasterKeyHex)
+			if got := m.Stats().Fingerprint; got != row.FingerprintHex {
+				t.Fatalf("fingerprint %s, want %s", got, row.FingerprintHex)
+			}
+			sealed := unhex(t, row.CiphertextHex)
+			if !bytes.Equal(sealed[:NonceSize], unhex(t, row.NonceHex)) {
+				t.Fatal("vector's nonce is not the sealed value's first 12 bytes")
+			}
+			checkOpens(t, m, row.sealedRow, 0)
+			checkReseals(t, m, row.sealedRow)
+		})
+	}
+}
+
+// TestVectorsInteropAAD checks each pinned interop AAD at this layer: the
+// AAD the interop encryption vector was sealed under, so it opens that
+// vector, while the same bytes with any one byte changed do not.
+func TestVectorsInteropAAD(t *testing.T) {
+	enc := vectors.Group[interopEncRow](t, "interop-mode.json", "encryption_vectors")
+	for _, row := range vectors.Group[interopAADRow](t, "interop-mode.json", "aad_vectors") {
+		t.Run(row.Name, func(t *testing.T) {
+			var match *interopEncRow
+			for i := range enc {
+				if enc[i].TenantID == row.TenantID && enc[i].CacheKey == row.CacheKey {
+					match = &enc[i]
+				}
+			}
+			if match == nil {
+				t.Fatal("no encryption vector shares this AAD's tenant and cache key")
+			}
+			m := staticManager(t, row.TenantID, match.MasterKeyHex)
+			aad, sealed := unhex(t, row.AADHex), unhex(t, match.CiphertextHex)
+			got, _, err := m.DecryptNow(nil, sealed, aad)
+			if err != nil || !bytes.Equal(got, unhex(t, match.PlaintextHex)) {
+				t.Fatalf("pinned AAD does not open the interop vector: %v", err)
+			}
+			for i := range aad {
+				bad := bytes.Clone(aad)
+				bad[i] ^= 0x01
+				checkRejects(t, m, sealed, bad)
+			}
+		})
+	}
+}
+
+type wycheproofFile struct {
+	TestGroups []struct {
+		KeySize int `json:"keySize"`
+		IVSize  int `json:"ivSize"`
+		TagSize int `json:"tagSize"`
+		Tests   []struct {
+			TcID    int    `json:"tcId"`
+			Comment string `json:"comment"`
+			Key     string `json:"key"`
+			IV      string `json:"iv"`
+			AAD     string `json:"aad"`
+			Msg     string `json:"msg"`
+			CT      string `json:"ct"`
+			Tag     string `json:"tag"`
+			Result  string `json:"result"`
+		} `json:"tests"`
+	} `json:"testGroups"`
+}
+
+// TestWycheproofAESGCM runs every 256-bit key, 96-bit IV, 128-bit tag case
+// of Wycheproof's AES-GCM file through the open path (and, for valid cases,
+// the seal path with the case's IV as the nonce).
+func TestWycheproofAESGCM(t *testing.T) {
+	raw, err := fs.ReadFile(wycheproof.TestVectors, "aes_gcm_test.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f wycheproofFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range f.TestGroups {
+		if g.KeySize != 256 || g.IVSize != 96 || g.TagSize != 128 {
+			continue
+		}
+		for _, tc := range g.Tests {
+			n++
+			t.Run(hex.EncodeToString([]byte{byte(tc.TcID >> 8), byte(tc.TcID)}), func(t *testing.T) {
+				var key [KeySize]byte
+				copy(key[:], unhex(t, tc.Key))
+				a, err := newAEAD(&key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				iv, aad, msg := unhex(t, tc.IV), unhex(t, tc.AAD), unhex(t, tc.Msg)
+				sealed := append(append(bytes.Clone(iv), unhex(t, tc.CT)...), unhex(t, tc.Tag)...)
+				got, idx, err := openWith([]cipher.AEAD{a}, nil, sealed, aad)
+				switch tc.Result {
+				case "valid":
+					if err != nil || idx != 0 || !bytes.Equal(got, msg) {
+						t.Fatalf("tc %d (%s): valid case: err=%v", tc.TcID, tc.Comment, err)
+					}
+					ns := newNonceSource()
+					ns.setForTest(beUint64(iv[:8]), uint64(beUint32(iv[8:])))
+					resealed, err := seal(a, ns, nil, msg, aad)
+					if beUint32(iv[8:]) == counterLimit {
+						// A counter our nonces never reach: the reservation must refuse it.
+						if !errors.Is(err, ErrNonceExhausted) {
+							t.Fatalf("tc %d: counter 0xffffffff was reserved: %v", tc.TcID, err)
+						}
+						return
+					}
+					if err != nil || !bytes.Equal(resealed, sealed) {
+						t.Fatalf("tc %d: seal differs: %v", tc.TcID, err)
+					}
+				case "invalid":
+					if !errors.Is(err, ErrAuthFailed) || got != nil {
+						t.Fatalf("tc %d (%s): invalid case: err=%v", tc.TcID, tc.Comment, err)
+					}
+				default:
+					t.Fatalf("tc %d: unexpected result %q", tc.TcID, tc.Result)
+				}
+			})
+		}
+	}
+	if n == 0 {
+		t.Fatal("no Wycheproof AES-256-GCM cases with 96-bit IVs and 128-bit tags")
+	}
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+func beUint32(b []byte) uint32 {
+	var v uint32
+	for _, c := range b[:4] {
+		v = v<<8 | uint32(c)
+	}
+	return v
+}
