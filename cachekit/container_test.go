@@ -1,0 +1,96 @@
+package cachekit
+
+import (
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
+)
+
+// encryption.json decrypted_container: each plaintext is a container the
+// reader is not configured for. The client must pick its container from its
+// options, never from the bytes: an error, or for the plain reader the
+// envelope decoded as one msgpack document (never unwrapped to its inner value).
+func TestDecryptedContainerVectorsThroughClient(t *testing.T) {
+	type row struct {
+		Name          string `json:"name"`
+		Reader        string `json:"reader"`
+		CacheKey      string `json:"cache_key"`
+		CiphertextHex string `json:"ciphertext_hex"`
+		PlaintextHex  string `json:"plaintext_hex"`
+		Outcome       string `json:"outcome"`
+	}
+	var top struct {
+		MasterKeyHex string `json:"master_key_hex"`
+		TenantID     string `json:"tenant_id"`
+		Container    struct {
+			Vectors []row `json:"vectors"`
+		} `json:"decrypted_container"`
+	}
+	vectors.Decode(t, "encryption.json", &top)
+	if len(top.Container.Vectors) == 0 {
+		t.Fatal("decrypted_container yields no rows")
+	}
+	_, rdb := withRedis(t)
+	key, err := encryption.ParseMasterKeyHex(top.MasterKeyHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range top.Container.Vectors {
+		t.Run(r.Name, func(t *testing.T) {
+			opts := Options{Redis: rdb, L1MaxBytes: 1 << 20,
+				Encryption: &encryption.Config{MasterKey: key, Tenant: top.TenantID}}
+			switch r.Reader {
+			case "plain_msgpack":
+				opts.DisableCompression = true
+			case "interop":
+				opts.Interop = true
+			case "bytestorage_envelope":
+			case "arrow_checksummed", "orjson_checksummed":
+				// cachekit-py containers: no Go client can be configured
+				// with that reader. A msgpack client rebuilds a "msgpack"
+				// AAD, so the entry must fail to authenticate.
+				r.Outcome = "auth"
+			default:
+				t.Fatalf("unknown reader %q", r.Reader)
+			}
+			ct, _ := hex.DecodeString(r.CiphertextHex)
+			if err := rdb.Set(bg, r.CacheKey, ct, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t, opts)
+			var got any
+			err := c.Get(bg, r.CacheKey, &got)
+			switch r.Outcome {
+			case "auth":
+				if !errors.Is(err, ErrAuthFailed) {
+					t.Fatalf("got %#v, %v; want ErrAuthFailed", got, err)
+				}
+			case "error":
+				if err == nil {
+					t.Fatalf("read %#v, want an error", got)
+				}
+			case "not_unwrapped":
+				if err != nil {
+					t.Fatalf("plain reader refused one valid msgpack document: %v", err)
+				}
+				arr, ok := got.([]any)
+				if !ok || len(arr) != 4 {
+					t.Fatalf("got %#v, want the envelope's 4-element array as the value", got)
+				}
+				if _, isMap := got.(map[string]any); isMap || reflect.TypeOf(arr[0]) != reflect.TypeOf([]byte(nil)) {
+					t.Fatalf("envelope was unwrapped: %#v", got)
+				}
+			default:
+				t.Fatalf("unknown outcome %q", r.Outcome)
+			}
+			if err != nil && c.Stats().L1Bytes != 0 {
+				t.Fatal("a refused entry was admitted to L1")
+			}
+		})
+	}
+}
