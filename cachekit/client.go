@@ -34,8 +34,8 @@ type Client struct {
 
 	closed   atomic.Bool
 	lastWarn atomic.Int64
-	flights flightGroup
-	stats   counters
+	flights  flightGroup
+	stats    counters
 }
 
 // New builds a Client from opts, which it does not modify. With encryption

@@ -3,8 +3,8 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )

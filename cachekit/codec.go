@@ -33,7 +33,7 @@ func (c *Client) encode(s *scratch, value any) ([]byte, error) {
 		if !errors.Is(err, protocol.ErrUnsupported) {
 			return nil, err
 		}
-		raw, merr := msgpackMarshal(value)
+		raw, merr := appendMsgpack(nil, value)
 		if merr != nil {
 			return nil, merr
 		}
@@ -47,21 +47,18 @@ func (c *Client) encode(s *scratch, value any) ([]byte, error) {
 		s.value = out
 		return out, nil
 	}
-	w := appendWriter{b: s.value[:0]}
-	enc := msgpack.GetEncoder()
-	enc.Reset(&w)
-	enc.UseCompactInts(true)
-	err := enc.Encode(value)
-	msgpack.PutEncoder(enc)
+	out, err := appendMsgpack(s.value[:0], value)
 	if err != nil {
-		return nil, fmt.Errorf("cachekit: encode value: %w", err)
+		return nil, err
 	}
-	s.value = w.b
-	return w.b, nil
+	s.value = out
+	return out, nil
 }
 
-func msgpackMarshal(value any) ([]byte, error) {
-	var w appendWriter
+// appendMsgpack appends the msgpack encoding of value to dst, integers in
+// their shortest width.
+func appendMsgpack(dst []byte, value any) ([]byte, error) {
+	w := appendWriter{b: dst}
 	enc := msgpack.GetEncoder()
 	enc.Reset(&w)
 	enc.UseCompactInts(true)
