@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/redis/go-redis/v9"
+)
+
+// keyring builds the encryption configuration --secure asks for: the current
+// master key from CACHEKIT_MASTER_KEY and the decrypt-only previous keys from
+// CACHEKIT_PREVIOUS_MASTER_KEYS. It returns nil without --secure, whatever
+// the environment holds. Errors name the variable and what is wrong with its
+// shape, never its content. The caller clears the returned key slices with
+// wipe once the Manager or Client exists.
+func (g *globalFlags) keyring(getenv func(string) string) (*encryption.Config, error) {
+	if !g.secure {
+		return nil, nil
+	}
+	hexKey := getenv(envMasterKey)
+	if hexKey == "" {
+		return nil, usageErrorf("--secure needs the master key in $%s (64 hex digits; `cachekit keygen` makes one)", envMasterKey)
+	}
+	cur, err := encryption.ParseMasterKeyHex(hexKey)
+	if err != nil {
+		return nil, usageErrorf("$%s is not a master key: %s", envMasterKey, configReason(err))
+	}
+	cfg := &encryption.Config{MasterKey: cur, Tenant: g.tenant}
+	if list := getenv(envPreviousKeys); strings.TrimSpace(list) != "" {
+		for i, part := range strings.Split(list, ",") {
+			k, err := encryption.ParseMasterKeyHex(strings.TrimSpace(part))
+			if err != nil {
+				wipe(cfg)
+				return nil, usageErrorf("$%s entry %d is not a master key: %s", envPreviousKeys, i+1, configReason(err))
+			}
+			cfg.PreviousKeys = append(cfg.PreviousKeys, k)
+		}
+	}
+	return cfg, nil
+}
+
+// configReason is the Reason of an *encryption.ConfigError (lengths and
+// counts only), or a generic phrase.
+func configReason(err error) string {
+	if ce, ok := err.(*encryption.ConfigError); ok && ce.Reason != "" {
+		return ce.Reason
+	}
+	return "refused"
+}
+
+// wipe zeroes the master key bytes held by cfg.
+func wipe(cfg *encryption.Config) {
+	if cfg == nil {
+		return
+	}
+	clear(cfg.MasterKey)
+	for _, k := range cfg.PreviousKeys {
+		clear(k)
+	}
+}
+
+// openClient builds the cachekit.Client every data command goes through, so
+// the tool reads and writes exactly what the library does. There is no L1:
+// each invocation is a fresh process and must see Redis. Library warnings are
+// discarded; the command reports its outcome on one line itself.
+func openClient(g *globalFlags, getenv func(string) string, withKeys bool) (*cachekit.Client, error) {
+	opts := cachekit.Options{
+		RedisURL:           g.resolveRedisURL(getenv),
+		KeyPrefix:          g.prefix,
+		DisableCompression: g.noCompression,
+		Interop:            g.interop,
+		DefaultTTL:         defaultSetTTL,
+		Logger:             slog.New(slog.DiscardHandler),
+	}
+	if withKeys {
+		cfg, err := g.keyring(getenv)
+		if err != nil {
+			return nil, err
+		}
+		defer wipe(cfg)
+		opts.Encryption = cfg
+		opts.RequireEncryption = cfg != nil
+	}
+	c, err := cachekit.New(opts)
+	if err != nil {
+		return nil, usageErrorf("%s", strings.TrimPrefix(err.Error(), "cachekit: "))
+	}
+	return c, nil
+}
+
+// openManager builds an encryption Manager for inspect, which opens entries
+// step by step instead of through the client. It returns nil without
+// --secure.
+func openManager(g *globalFlags, getenv func(string) string) (*encryption.Manager, error) {
+	cfg, err := g.keyring(getenv)
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	defer wipe(cfg)
+	m, err := encryption.NewManager(*cfg)
+	if err != nil {
+		return nil, usageErrorf("%s", strings.TrimPrefix(err.Error(), "encryption: "))
+	}
+	return m, nil
+}
+
+// keyLabel names keyring entry i for humans: "current" or "previous #n".
+func keyLabel(i int) string {
+	if i == 0 {
+		return "current"
+	}
+	return "previous #" + strconv.Itoa(i)
+}
+
+// go-redis logs connection-pool failures through a package-level logger that
+// writes to stderr by itself, which would break the promise of one error line
+// on stderr; the tool reports Redis failures itself (exit 4). Silencing that
+// logger is the only go-redis API the tool touches.
+func init() { redis.SetLogger(silentRedisLogger{}) }
+
+// silentRedisLogger drops go-redis's internal log lines.
+type silentRedisLogger struct{}
+
+// Printf implements go-redis's internal logging interface.
+func (silentRedisLogger) Printf(context.Context, string, ...any) {}

@@ -1,0 +1,140 @@
+// Command cachekit is the operators' tool for CacheKit entries in Redis: it
+// reads and writes values through the cachekit client (so it sees exactly what
+// applications see), explains stored bytes (encryption, keyring entry, nonce,
+// envelope, value), computes interop keys and makes master keys.
+//
+// Usage:
+//
+//	cachekit <command> [flags] [arguments]
+//
+// Run `cachekit -h` for the commands and `cachekit <command> -h` for each
+// command's flags and examples. Exit codes: 0 ok, 1 not found, 2 usage or
+// configuration error, 3 integrity or authentication failure, 4 Redis
+// unavailable. Errors go to stderr on one line and never contain key
+// material, values or secrets.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"time"
+)
+
+// commandTimeout bounds one invocation's Redis work.
+const commandTimeout = 30 * time.Second
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// env is what a command may touch of the outside world.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run executes one command line and returns the exit code.
+func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	name, rest := splitCommand(args)
+	switch name {
+	case "":
+		if slices.ContainsFunc(args, isHelp) {
+			printMainUsage(stdout)
+			return exitOK
+		}
+		return fail(stderr, usageErrorf("missing command (run `cachekit -h` for the list)"))
+	case "help":
+		if len(rest) > 0 {
+			if cmd := lookup(rest[0]); cmd != nil {
+				printCommandUsage(stdout, cmd)
+				return exitOK
+			}
+		}
+		printMainUsage(stdout)
+		return exitOK
+	}
+	cmd := lookup(name)
+	if cmd == nil {
+		return fail(stderr, usageErrorf("unknown command %q (run `cachekit -h` for the list)", name))
+	}
+	var g globalFlags
+	fs := newFlagSet(cmd.name)
+	g.register(fs)
+	if cmd.flags != nil {
+		cmd.flags(fs, &g)
+	}
+	pos, err := parseInterleaved(fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandUsage(stdout, cmd)
+		return exitOK
+	}
+	if err != nil {
+		return fail(stderr, usageErrorf("%s: %v (see `cachekit %s -h`)", cmd.name, err, cmd.name))
+	}
+	if len(pos) < cmd.minArgs || len(pos) > cmd.maxArgs {
+		return fail(stderr, usageErrorf("%s: usage: cachekit %s (see `cachekit %s -h`)", cmd.name, cmd.synopsis, cmd.name))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	if err := cmd.run(ctx, e, &g, pos); err != nil {
+		return fail(stderr, err)
+	}
+	return exitOK
+}
+
+// fail prints err on one line to stderr and returns its exit code.
+func fail(stderr io.Writer, err error) int {
+	code, msg := classify(err)
+	fmt.Fprintln(stderr, "cachekit: "+msg)
+	return code
+}
+
+// splitCommand finds the subcommand name, which may follow global flags
+// (`cachekit --secure get KEY`), and returns it with the remaining arguments.
+func splitCommand(args []string) (string, []string) {
+	fs := newFlagSet("cachekit")
+	var g globalFlags
+	g.register(fs)
+	for _, c := range commands {
+		if c.flags != nil {
+			c.flags(fs, &g)
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return "", nil
+		}
+		if !looksLikeFlag(a) {
+			rest := append(append([]string(nil), args[:i]...), args[i+1:]...)
+			return a, rest
+		}
+		if isHelp(a) {
+			return "", nil
+		}
+		if takesValue(fs, a) {
+			i++
+		}
+	}
+	return "", nil
+}
+
+// isHelp reports whether a asks for help.
+func isHelp(a string) bool {
+	switch a {
+	case "-h", "--h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
