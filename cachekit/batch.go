@@ -72,9 +72,20 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 			vers[i] = c.l1.Version(key)
 		}
 	}
-	vals, err := c.l2.MGet(ctx, full)
+	var vals [][]byte
+	err := c.rel.do(ctx, "mget", func(ctx context.Context) error {
+		var err error
+		vals, err = c.l2.MGet(ctx, full)
+		return err
+	})
 	if err != nil {
 		c.stats.l2Errors.Add(1)
+		if c.degradable(ctx, err) {
+			// FailOpen: the L2 part of the batch is a miss.
+			c.stats.degraded.Add(1)
+			c.warn("redis read failed; MGet degraded to misses", "", err)
+			return errors.Join(errs...)
+		}
 		return err
 	}
 	for i, stored := range vals {
@@ -150,20 +161,41 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 		keys = append(keys, key)
 	}
 	if c.l2 != nil {
-		if err := c.l2.MSet(ctx, batch); err != nil {
+		err := c.rel.do(ctx, "mset", func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
+		if err != nil {
 			c.stats.l2Errors.Add(1)
 			if c.l1 != nil {
 				for _, k := range keys {
 					c.l1.Delete(k)
 				}
 			}
+			if c.degradable(ctx, err) {
+				c.stats.degraded.Add(1)
+				c.warn("redis write failed; MSet absorbed (fail-open)", "", err)
+				return nil
+			}
 			return err
+		}
+		if c.inv != nil {
+			msgs := make([][]byte, len(keys))
+			for i, k := range keys {
+				msgs[i] = c.publishMsg(k)
+			}
+			if err := c.rel.do(ctx, "publish", func(ctx context.Context) error {
+				return c.l2.Publish(ctx, c.inv.channel, msgs...)
+			}); err != nil {
+				c.inv.publishFailures.Add(1)
+				c.warn("invalidation not published after MSet", "", err)
+			}
 		}
 	}
 	if c.l1 != nil {
 		for i, k := range keys {
 			if !c.l1.Set(k, batch[i].Value, ttl) {
 				c.stats.l1Rejected.Add(1)
+			}
+			if c.swr != nil {
+				c.swr.rewritten(k, c.now(), ttl)
 			}
 		}
 	}

@@ -32,6 +32,14 @@ type Client struct {
 	log *slog.Logger
 	now func() time.Time
 
+	rel *guard          // nil: reliability off
+	swr *swrState       // nil: SWR off
+	inv *invalidator    // nil: invalidation off
+	met *meters         // nil: metrics off
+	bg  context.Context // cancelled by Close: background work stops
+	// stopBG cancels bg.
+	stopBG context.CancelFunc
+
 	closed   atomic.Bool
 	lastWarn atomic.Int64
 	flights  flightGroup
@@ -68,6 +76,12 @@ func New(opts Options) (*Client, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.bg, c.stopBG = context.WithCancel(context.Background())
+	c.rel = newGuard(opts.Reliability, c.now)
+	c.swr = newSWR(opts.SWR)
+	if opts.Invalidation != nil {
+		c.inv = newInvalidator(opts.Invalidation)
+	}
 	if opts.Encryption != nil {
 		m, err := encryption.NewManager(*opts.Encryption)
 		if err != nil {
@@ -102,6 +116,22 @@ func New(opts Options) (*Client, error) {
 		c.l2 = l2.New(rdb)
 		c.ownsRedis = true
 	}
+	if c.l2 == nil {
+		c.swr, c.inv = nil, nil // both need Redis
+	}
+	met, err := newMeters(opts.MeterProvider, c)
+	if err != nil {
+		_ = c.closeParts()
+		return nil, err
+	}
+	c.met = met
+	if c.rel != nil && c.met != nil {
+		c.rel.onRetry = func(string) { c.met.retry(context.Background()) }
+	}
+	if err := c.startInvalidation(); err != nil {
+		_ = c.closeParts()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -129,6 +159,16 @@ func (c *Client) Close() error {
 
 func (c *Client) closeParts() error {
 	var err error
+	if c.stopBG != nil {
+		c.stopBG()
+	}
+	if c.inv != nil && c.inv.sub != nil {
+		_ = c.inv.sub.Close()
+	}
+	if c.swr != nil {
+		c.swr.wg.Wait()
+	}
+	c.met.close()
 	if c.enc != nil {
 		err = c.enc.Close()
 	}

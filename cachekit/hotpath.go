@@ -37,39 +37,83 @@ func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time
 	if err != nil {
 		return err
 	}
-	if err := c.checkKey(key); err != nil {
-		return err
-	}
-	s := getScratch()
-	defer putScratch(s)
-	payload, err := c.encode(s, value)
-	if err != nil {
-		return err
-	}
-	stored, err := c.seal(ctx, s, key, payload)
+	stored, err := c.sealValue(ctx, key, value)
 	if err != nil {
 		return err
 	}
 	return c.store(ctx, key, stored, ttl)
 }
 
-// store writes sealed bytes to L2 then L1.
+// sealValue checks key, encodes value and seals it into a fresh slice.
+func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	s := getScratch()
+	defer putScratch(s)
+	payload, err := c.encode(s, value)
+	if err != nil {
+		return nil, err
+	}
+	return c.seal(ctx, s, key, payload)
+}
+
+// store writes sealed bytes to L2 then L1. Under FailOpen a failed L2
+// write is absorbed (and L1 dropped, so neither tier has the new value).
 func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
 	if c.l2 != nil {
-		if err := c.l2.Set(ctx, c.fullKey(key), stored, ttl); err != nil {
+		start := c.met.startTimer()
+		err := c.writeL2(ctx, key, stored, ttl)
+		if err != nil {
 			c.stats.l2Errors.Add(1)
 			if c.l1 != nil {
 				c.l1.Delete(key) // L2 state unknown: never serve the old value from L1
 			}
+			if c.swr != nil {
+				c.swr.forget(key)
+			}
+			if c.degradable(ctx, err) {
+				c.stats.degraded.Add(1)
+				c.met.add(ctx, opSetDegraded)
+				c.warn("redis write failed; absorbed (fail-open)", key, err)
+				return nil
+			}
+			c.met.add(ctx, opSetErr)
 			return err
 		}
+		c.met.add(ctx, opSetOK)
+		c.met.since(ctx, start, durSet)
 	}
 	if c.l1 != nil {
 		if !c.l1.Set(key, stored, ttl) {
 			c.stats.l1Rejected.Add(1)
+			c.met.add(ctx, opSetL1Rejected)
 		}
 	}
+	if c.swr != nil {
+		c.swr.rewritten(key, c.now(), ttl)
+	}
 	return nil
+}
+
+// writeL2 stores sealed bytes in Redis under the reliability stack and, with
+// invalidation on, publishes the write in the same round trip. A failed
+// publish is a warning: the value is stored.
+func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
+	full := c.fullKey(key)
+	err := c.rel.do(ctx, "set", func(ctx context.Context) error {
+		if c.inv == nil {
+			return c.l2.Set(ctx, full, stored, ttl)
+		}
+		return c.l2.SetPublish(ctx, full, stored, ttl, c.inv.channel, c.publishMsg(key))
+	})
+	var be *BackendError
+	if errors.As(err, &be) && be.Op == "publish" {
+		c.inv.publishFailures.Add(1)
+		c.warn("invalidation not published after Set", key, err)
+		return nil
+	}
+	return err
 }
 
 // Get decodes the value stored under key into dst, a non-nil pointer. It
@@ -120,58 +164,91 @@ func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
 // load finds key's entry, opens it and returns its msgpack payload, which
 // lives in s and is valid until s is returned to the pool.
 func (c *Client) load(ctx context.Context, s *scratch, key string) ([]byte, Tier, error) {
+	payload, tier, _, err := c.loadTTL(ctx, s, key)
+	return payload, tier, err
+}
+
+// loadTTL is load that also returns, for an entry read from L2, its
+// remaining TTL there (0 for an L1 hit or no expiry). Reliability wraps the
+// L2 round trip only; decrypt and decode run outside it.
+func (c *Client) loadTTL(ctx context.Context, s *scratch, key string) ([]byte, Tier, time.Duration, error) {
 	if c.closed.Load() {
-		return nil, "", ErrClosed
+		return nil, "", 0, ErrClosed
 	}
+	start := c.met.startTimer()
 	if c.l1 != nil {
 		if stored, ok := c.l1.Get(key); ok {
 			payload, err := c.open(ctx, s, key, stored)
 			if err == nil {
 				c.stats.l1Hits.Add(1)
-				return payload, TierL1, nil
+				// L1 hits are counted, not timed: reading the clock
+				// twice would cost more than the hit itself.
+				c.met.add(ctx, opGetL1Hit)
+				return payload, TierL1, 0, nil
 			}
 			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-				return nil, TierL1, err
+				return nil, TierL1, 0, err
 			}
 			// A bad L1 entry is dropped and the read falls through to L2.
 			c.stats.openFailures(TierL1).Add(1)
+			c.met.openFailed(ctx, TierL1, err)
 			c.l1.Delete(key)
 			c.warn("l1 entry failed to open; evicted", key, err)
 		} else {
 			c.stats.l1Misses.Add(1)
+			c.met.add(ctx, opGetL1Miss)
 		}
 	}
 	if c.l2 == nil {
-		return nil, "", ErrNotFound
+		return nil, "", 0, ErrNotFound
 	}
 	var ver l1.Version
 	if c.l1 != nil {
 		ver = c.l1.Version(key)
 	}
-	stored, ttl, err := c.l2.GetWithTTL(ctx, c.fullKey(key))
+	var stored []byte
+	var ttl time.Duration
+	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
+		var err error
+		stored, ttl, err = c.l2.GetWithTTL(ctx, c.fullKey(key))
+		return err
+	})
 	if errors.Is(err, l2.ErrNotFound) {
 		c.stats.l2Misses.Add(1)
-		return nil, "", ErrNotFound
+		c.met.add(ctx, opGetL2Miss)
+		return nil, "", 0, ErrNotFound
 	}
 	if err != nil {
 		c.stats.l2Errors.Add(1)
-		return nil, "", err
+		if c.degradable(ctx, err) {
+			c.stats.degraded.Add(1)
+			c.met.add(ctx, opGetL2Degraded)
+			c.warn("redis read failed; treated as a miss (fail-open)", key, err)
+			return nil, "", 0, &MissError{Err: err}
+		}
+		c.met.add(ctx, opGetL2Err)
+		return nil, "", 0, err
 	}
 	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
 		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-			return nil, TierL2, err
+			return nil, TierL2, 0, err
 		}
 		c.stats.openFailures(TierL2).Add(1)
+		c.met.openFailed(ctx, TierL2, err)
 		c.warn("l2 entry failed to open", key, err)
-		return nil, TierL2, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
+		return nil, TierL2, 0, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
 	}
 	c.stats.l2Hits.Add(1)
+	if c.met != nil {
+		c.met.add(ctx, opGetL2Hit)
+		c.met.since(ctx, start, durGetL2)
+	}
 	// Authenticated: admit to L1, never for longer than L2 keeps it.
 	if c.l1 != nil && ttl > 0 {
 		c.l1.SetIfVersion(key, stored, ttl, ver)
 	}
-	return payload, TierL2, nil
+	return payload, TierL2, ttl, nil
 }
 
 // seal turns a msgpack payload into the bytes both tiers store, in a fresh

@@ -31,7 +31,13 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	if _, err := protocol.NormalizeTTL(ttl); err != nil {
 		return zero, err
 	}
-	v, err := Get[T](ctx, c, key)
+	var v T
+	var err error
+	if c.swr != nil {
+		v, err = getSWR(ctx, c, key, ttl, load)
+	} else {
+		v, err = Get[T](ctx, c, key)
+	}
 	if err == nil || !loadable(err) {
 		return v, err
 	}
@@ -79,6 +85,9 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
+	if c.swr != nil {
+		c.swr.record(key, c.now(), ttl, ttl)
+	}
 	if err := c.SetWithTTL(ctx, key, v, ttl); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, err
@@ -120,6 +129,15 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	return noop, nil, false
 }
 
+// errLoaderPanic is the error a recovered loader panic becomes. The panic
+// value may hold data: only its type is named.
+func errLoaderPanic(r any) error {
+	return fmt.Errorf("cachekit: loader panicked (%T)", r)
+}
+
+// normalizeTTL applies the protocol's TTL rules.
+func normalizeTTL(ttl time.Duration) (time.Duration, error) { return protocol.NormalizeTTL(ttl) }
+
 // flightGroup runs one function per key at a time and shares its result
 // with every caller that arrives while it runs.
 type flightGroup struct {
@@ -156,7 +174,7 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Contex
 func (g *flightGroup) run(ctx context.Context, key string, f *flight, fn func(context.Context) (any, error)) {
 	defer func() {
 		if r := recover(); r != nil {
-			f.err = fmt.Errorf("cachekit: loader panicked (%T)", r) // the value may hold data: name only its type
+			f.err = errLoaderPanic(r)
 		}
 		g.mu.Lock()
 		delete(g.m, key)

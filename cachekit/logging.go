@@ -16,7 +16,8 @@ const warnInterval = 10 * time.Second
 
 // warn logs a rate-limited warning. It names the key only by digest and the
 // error only by its message, which by construction holds no key material,
-// plaintext or raw key.
+// plaintext or raw key. An empty key logs no digest (a warning about no
+// particular key).
 func (c *Client) warn(msg, key string, err error) {
 	now := c.now().UnixNano()
 	last := c.lastWarn.Load()
@@ -24,6 +25,10 @@ func (c *Client) warn(msg, key string, err error) {
 		return
 	}
 	if !c.lastWarn.CompareAndSwap(last, now) {
+		return
+	}
+	if key == "" {
+		c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg, slog.String("error", err.Error()))
 		return
 	}
 	c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg,

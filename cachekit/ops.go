@@ -16,12 +16,32 @@ func (c *Client) Delete(ctx context.Context, key string) error {
 	}
 	var err error
 	if c.l2 != nil {
-		if _, err = c.l2.Delete(ctx, c.fullKey(key)); err != nil {
+		full := c.fullKey(key)
+		err = c.rel.do(ctx, "del", func(ctx context.Context) error {
+			if c.inv == nil {
+				_, err := c.l2.Delete(ctx, full)
+				return err
+			}
+			_, err := c.l2.DeletePublish(ctx, full, c.inv.channel, c.publishMsg(key))
+			return err
+		})
+		if be := (*BackendError)(nil); errors.As(err, &be) && be.Op == "publish" {
+			c.inv.publishFailures.Add(1)
+			c.warn("invalidation not published after Delete", key, err)
+			err = nil
+		}
+		if err != nil {
 			c.stats.l2Errors.Add(1)
+			c.met.add(ctx, opDelErr)
+		} else {
+			c.met.add(ctx, opDelOK)
 		}
 	}
 	if c.l1 != nil {
 		c.l1.Delete(key)
+	}
+	if c.swr != nil {
+		c.swr.forget(key)
 	}
 	return err
 }
@@ -40,7 +60,12 @@ func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
 	if c.l2 == nil {
 		return false, nil
 	}
-	ok, err := c.l2.Exists(ctx, c.fullKey(key))
+	var ok bool
+	err := c.rel.do(ctx, "exists", func(ctx context.Context) error {
+		var err error
+		ok, err = c.l2.Exists(ctx, c.fullKey(key))
+		return err
+	})
 	if err != nil {
 		c.stats.l2Errors.Add(1)
 	}
@@ -57,7 +82,12 @@ func (c *Client) TTL(ctx context.Context, key string) (time.Duration, error) {
 	if c.l2 == nil {
 		return 0, ErrNotFound
 	}
-	d, err := c.l2.TTL(ctx, c.fullKey(key))
+	var d time.Duration
+	err := c.rel.do(ctx, "ttl", func(ctx context.Context) error {
+		var err error
+		d, err = c.l2.TTL(ctx, c.fullKey(key))
+		return err
+	})
 	if errors.Is(err, l2.ErrNotFound) {
 		return 0, ErrNotFound
 	}
@@ -78,7 +108,12 @@ func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
 		}
 		return nil, ErrNotFound
 	}
-	b, err := c.l2.Get(ctx, c.fullKey(key))
+	var b []byte
+	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
+		var err error
+		b, err = c.l2.Get(ctx, c.fullKey(key))
+		return err
+	})
 	if errors.Is(err, l2.ErrNotFound) {
 		return nil, ErrNotFound
 	}

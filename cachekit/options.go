@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 )
@@ -95,6 +96,28 @@ type Options struct {
 	// Preset records which preset built these options (informational; New
 	// checks the guarantees the preset implies). Default: PresetCustom.
 	Preset Preset
+
+	// Reliability puts retries, a circuit breaker, backpressure and (with
+	// FailOpen) degradation around every Redis call; see Reliability for
+	// each knob. Default: nil (off: the first Redis error reaches the
+	// caller). Production sets &Reliability{FailOpen: true}; Secure sets
+	// &Reliability{} (fail closed).
+	Reliability *Reliability
+
+	// SWR turns on stale-while-revalidate in GetOrLoad; see SWR. It needs
+	// Redis (the entry's age comes from its remaining TTL there). Default:
+	// nil (off). Production and Secure set &SWR{}.
+	SWR *SWR
+
+	// Invalidation keeps the L1s of a fleet coherent over Redis pub/sub;
+	// see Invalidation. It needs Redis. Default: nil (off). Production and
+	// Secure set &Invalidation{}.
+	Invalidation *Invalidation
+
+	// MeterProvider receives the Client's OpenTelemetry metrics (see
+	// docs/production.md for the instruments). Default: nil (no metrics
+	// are recorded at all, and the hot path pays nothing).
+	MeterProvider metric.MeterProvider
 }
 
 // defaultTTL is used when Options.DefaultTTL is zero.
@@ -104,24 +127,37 @@ const defaultTTL = 600 * time.Second
 const defaultL1Bytes = 64 << 20
 
 // Minimal returns the minimal preset: L1 on (64 MiB), default TTL 300 s,
-// no encryption. Point it at Redis with RedisURL or Redis, or leave both
-// empty for an in-process cache. When Redis is unreachable the error is
-// returned to the caller.
+// no encryption, no reliability stack, SWR or invalidation. Point it at
+// Redis with RedisURL or Redis, or leave both empty for an in-process
+// cache. When Redis is unreachable the first error is returned to the
+// caller.
 func Minimal() Options {
 	return Options{L1MaxBytes: defaultL1Bytes, DefaultTTL: 300 * time.Second, Preset: PresetMinimal}
 }
 
 // Production returns the production preset: L1 on (64 MiB), default TTL
-// 600 s, compression on, no encryption.
+// 600 s, compression on, no encryption, the reliability stack on with
+// FailOpen (an unreachable Redis makes reads misses, so GetOrLoad runs the
+// loader uncached, and absorbs writes), SWR and cross-instance L1
+// invalidation on.
 func Production() Options {
-	return Options{L1MaxBytes: defaultL1Bytes, DefaultTTL: 600 * time.Second, Preset: PresetProduction}
+	return Options{
+		L1MaxBytes:   defaultL1Bytes,
+		DefaultTTL:   600 * time.Second,
+		Reliability:  &Reliability{FailOpen: true},
+		SWR:          &SWR{},
+		Invalidation: &Invalidation{},
+		Preset:       PresetProduction,
+	}
 }
 
 // Secure returns the secure preset: L1 on (64 MiB, ciphertext only),
 // default TTL 600 s, encryption required, tenant "default". masterKeyHex is
 // the 64-hex-digit master key; when it is "" the key is read from
 // CACHEKIT_MASTER_KEY, and when neither is present Secure fails: it never
-// falls back to plaintext.
+// falls back to plaintext. The reliability stack is on but fails closed:
+// when Redis is unreachable (after retries, or with the breaker open) the
+// *BackendError reaches the caller. SWR and invalidation are on.
 func Secure(masterKeyHex string) (Options, error) {
 	if masterKeyHex == "" {
 		masterKeyHex = os.Getenv(MasterKeyEnv)
@@ -138,6 +174,9 @@ func Secure(masterKeyHex string) (Options, error) {
 		DefaultTTL:        600 * time.Second,
 		Encryption:        &encryption.Config{MasterKey: key},
 		RequireEncryption: true,
+		Reliability:       &Reliability{},
+		SWR:               &SWR{},
+		Invalidation:      &Invalidation{},
 		Preset:            PresetSecure,
 	}, nil
 }
@@ -158,6 +197,21 @@ func (o *Options) validate() error {
 		return configErr("interop mode refuses a key prefix")
 	case o.Redis == nil && o.RedisURL == "" && o.L1MaxBytes == 0:
 		return configErr("no storage: set Redis, RedisURL or L1MaxBytes")
+	}
+	if o.Reliability != nil {
+		if err := o.Reliability.validate(); err != nil {
+			return err
+		}
+	}
+	if o.SWR != nil {
+		if err := o.SWR.validate(); err != nil {
+			return err
+		}
+	}
+	if o.Invalidation != nil {
+		if err := o.Invalidation.validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

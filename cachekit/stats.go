@@ -36,6 +36,7 @@ type counters struct {
 	l1Hits, l1Misses, l1Rejected, l1OpenFail atomic.Uint64
 	l2Hits, l2Misses, l2Errors, l2OpenFail   atomic.Uint64
 	loads, loadErrors                        atomic.Uint64
+	degraded                                 atomic.Uint64
 }
 
 func (s *counters) openFailures(t Tier) *atomic.Uint64 {

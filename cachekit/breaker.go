@@ -1,0 +1,135 @@
+package cachekit
+
+import (
+	"sync"
+	"time"
+)
+
+// BreakerState is the state of the circuit breaker in front of Redis.
+type BreakerState int
+
+// The breaker's states. Closed lets every call through; Open refuses calls
+// without touching Redis until BreakerOpenFor has passed; HalfOpen lets a
+// few probe calls through, and their outcome closes or reopens it.
+const (
+	BreakerClosed BreakerState = iota
+	BreakerOpen
+	BreakerHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerOpen:
+		return "open"
+	case BreakerHalfOpen:
+		return "half-open"
+	default:
+		return "closed"
+	}
+}
+
+// breaker is a consecutive-failure circuit breaker. Only transient backend
+// failures count against it; a reachable Redis that answers with an error
+// counts as a success.
+type breaker struct {
+	threshold int
+	openFor   time.Duration
+	probes    int
+	now       func() time.Time
+
+	mu       sync.Mutex
+	state    BreakerState
+	failures int       // consecutive failures while closed
+	openedAt time.Time // when the breaker last opened
+	inProbe  int       // probe calls in flight while half-open
+	opened   uint64    // times the breaker opened
+}
+
+func newBreaker(r *Reliability, now func() time.Time) *breaker {
+	return &breaker{threshold: r.BreakerThreshold, openFor: r.BreakerOpenFor, probes: r.BreakerHalfOpenProbes, now: now}
+}
+
+// allow reports whether a call may go to Redis, and whether it is a
+// half-open probe whose outcome decides the breaker's next state.
+func (b *breaker) allow() (ok, probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case BreakerClosed:
+		return true, false
+	case BreakerOpen:
+		if b.now().Sub(b.openedAt) < b.openFor {
+			return false, false
+		}
+		b.state = BreakerHalfOpen
+		b.inProbe = 0
+	}
+	if b.inProbe >= b.probes {
+		return false, false
+	}
+	b.inProbe++
+	return true, true
+}
+
+// outcome of one call as the breaker sees it.
+type outcome int
+
+const (
+	outcomeSuccess outcome = iota
+	outcomeFailure
+	outcomeNeutral // the caller gave up (its ctx ended): says nothing about Redis
+)
+
+// record reports the outcome of a call that allow let through.
+func (b *breaker) record(probe bool, o outcome) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		if b.state != BreakerHalfOpen {
+			return // another probe already decided
+		}
+		b.inProbe--
+		switch o {
+		case outcomeSuccess:
+			b.state, b.failures = BreakerClosed, 0
+		case outcomeFailure:
+			b.trip()
+		}
+		return
+	}
+	switch o {
+	case outcomeSuccess:
+		if b.state == BreakerClosed {
+			b.failures = 0
+		}
+	case outcomeFailure:
+		if b.state != BreakerClosed {
+			return
+		}
+		b.failures++
+		if b.failures >= b.threshold {
+			b.trip()
+		}
+	}
+}
+
+func (b *breaker) trip() {
+	b.state = BreakerOpen
+	b.openedAt = b.now()
+	b.failures = 0
+	b.inProbe = 0
+	b.opened++
+}
+
+// snapshot returns the state (an open breaker whose wait is over reads as
+// half-open) and how many times it opened.
+func (b *breaker) snapshot() (BreakerState, uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.state
+	if st == BreakerOpen && b.now().Sub(b.openedAt) >= b.openFor {
+		st = BreakerHalfOpen
+	}
+	return st, b.opened
+}

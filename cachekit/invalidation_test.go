@@ -1,0 +1,165 @@
+package cachekit
+
+import (
+	"testing"
+	"time"
+)
+
+// invalidationBound is the delay within which a write on one Client must be
+// visible to another Client's next Get, L1 included.
+const invalidationBound = 2 * time.Second
+
+func TestInvalidationAcrossClients(t *testing.T) {
+	srv, _ := withRedis(t)
+	opts := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}}
+	a := newClient(t, opts)
+	b := newClient(t, opts)
+	ctl := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig("")}) // no invalidation
+
+	if err := a.Set(bg, "k", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Client{b, ctl} {
+		if v, err := Get[string](bg, c, "k"); err != nil || v != "v1" {
+			t.Fatalf("first read: %q, %v", v, err)
+		}
+		if st := c.Stats(); st.L2Hits != 1 {
+			t.Fatalf("expected an L2 read that filled L1: %+v", st)
+		}
+	}
+	if err := a.Set(bg, "k", "v2"); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, b, "k", "v2")
+	// The control client shows that L1 did hold the old value: without
+	// invalidation it keeps serving it.
+	if v, err := Get[string](bg, ctl, "k"); err != nil || v != "v1" {
+		t.Fatalf("control client: %q, %v (want the stale v1 from its L1)", v, err)
+	}
+	if st := b.InvalidationStats(); st.Applied == 0 {
+		t.Fatalf("b applied no invalidation: %+v", st)
+	}
+	// A's own message is not applied to A.
+	if st := a.InvalidationStats(); st.Received != 0 {
+		t.Fatalf("a received its own messages: %+v", st)
+	}
+
+	if err := a.Delete(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(invalidationBound)
+	for {
+		_, err := Get[string](bg, b, "k")
+		if err == ErrNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delete on a not seen by b within %v: %v", invalidationBound, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestInvalidationPrefixesAndMSet(t *testing.T) {
+	srv, _ := withRedis(t)
+	a := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:", Invalidation: &Invalidation{Channel: "ch"}})
+	b := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:", Invalidation: &Invalidation{Channel: "ch"}})
+	other := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "other:", Invalidation: &Invalidation{Channel: "ch"}})
+	if err := a.MSet(bg, map[string]any{"x": 1, "y": 2}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Set(bg, "x", 100); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"x", "y"} {
+		if _, err := Get[int](bg, b, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.MSet(bg, map[string]any{"x": 10, "y": 20}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, b, "x", 10)
+	waitValue(t, b, "y", 20)
+	// other's writes name "other:x": never applied by the app: clients.
+	if v, err := Get[int](bg, other, "x"); err != nil || v != 100 {
+		t.Fatalf("other: %d, %v", v, err)
+	}
+}
+
+func TestInvalidationFlushesL1AfterReconnect(t *testing.T) {
+	srv, _ := withRedis(t)
+	opts := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Invalidation: &Invalidation{}}
+	b := newClient(t, opts)
+	if err := b.Set(bg, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if b.Stats().L1Bytes == 0 {
+		t.Fatal("L1 empty after Set")
+	}
+	srv.Kill()
+	srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.InvalidationStats().Flushes == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no L1 flush after the subscription came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, ok := b.l1.Get("k"); ok {
+		t.Fatal("L1 still holds the entry after the flush")
+	}
+}
+
+func TestParseInvalidation(t *testing.T) {
+	iv := newInvalidator(&Invalidation{})
+	msg := iv.message("app:user:1 with space")
+	src, key, ok := parseInvalidation(msg)
+	if !ok || src != iv.source || key != "app:user:1 with space" {
+		t.Fatalf("round trip: %q %q %v", src, key, ok)
+	}
+	for _, bad := range []string{"", "ck1", "ck1 ", "ck1  key", "ck2 abc key", "xx1 abc key", "ck1 abc"} {
+		if _, _, ok := parseInvalidation([]byte(bad)); ok {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+	for n := range len(msg) {
+		_, _, _ = parseInvalidation(msg[:n]) // must not panic at any length
+	}
+	if iv2 := newInvalidator(&Invalidation{}); iv2.source == iv.source {
+		t.Fatal("two clients share a source id")
+	}
+}
+
+func FuzzParseInvalidation(f *testing.F) {
+	iv := newInvalidator(&Invalidation{})
+	seeds := [][]byte{iv.message("k"), iv.message(""), []byte("ck1 a b c")}
+	if len(seeds) == 0 {
+		f.Fatal("empty seed set")
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		src, key, ok := parseInvalidation(p)
+		if ok && string(p) != invalidationMagic+src+" "+key {
+			t.Fatalf("parse does not round trip")
+		}
+	})
+}
+
+// waitValue polls c until key reads as want, failing after invalidationBound.
+func waitValue[T comparable](t *testing.T, c *Client, key string, want T) {
+	t.Helper()
+	deadline := time.Now().Add(invalidationBound)
+	for {
+		v, err := Get[T](bg, c, key)
+		if err == nil && v == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write not visible within %v: got %v, %v", invalidationBound, v, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

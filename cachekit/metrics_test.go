@@ -1,0 +1,184 @@
+package cachekit
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
+)
+
+// collect returns every data point of the reader as "name{attrs}" -> value.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	key := func(name string, s attribute.Set) string {
+		return name + "{" + s.Encoded(attribute.DefaultEncoder()) + "}"
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Count)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestMetricsRecorded(t *testing.T) {
+	_, rdb := withRedis(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp, Reliability: &Reliability{}})
+	if err := c.Set(bg, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := Get[string](bg, c, "k"); err != nil { // L1 hits
+			t.Fatal(err)
+		}
+	}
+	if _, err := Get[string](bg, c, "absent"); err != ErrNotFound {
+		t.Fatal(err)
+	}
+	// A tampered L2 entry: one auth failure at tier l2.
+	if err := rdb.Set(bg, "bad", bytes.Repeat([]byte{1}, 40), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = Get[string](bg, c, "bad")
+	if err := c.Delete(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, reader)
+	want := map[string]float64{
+		"cachekit.operations{op=get,outcome=hit,tier=l1}":   3,
+		"cachekit.operations{op=get,outcome=miss,tier=l1}":  2,
+		"cachekit.operations{op=get,outcome=miss,tier=l2}":  1,
+		"cachekit.operations{op=set,outcome=ok,tier=l2}":    1,
+		"cachekit.operations{op=delete,outcome=ok,tier=l2}": 1,
+		"cachekit.operation.duration{op=set,tier=l2}":       1,
+		"cachekit.decrypt.failures{reason=auth,tier=l2}":    1,
+		"cachekit.encrypt.nonces{}":                         1,
+		"cachekit.decrypt.key_index{index=0}":               3,
+		"cachekit.breaker.state{}":                          0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	for _, k := range []string{"cachekit.l1.size{}", "cachekit.l1.evictions{}", "cachekit.l1.rejections{}"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("%s not observed", k)
+		}
+	}
+	if t.Failed() {
+		t.Logf("collected: %v", got)
+	}
+}
+
+// The hot-path budget holds with an explicit no-op MeterProvider too.
+func TestAllocsEncryptedAppendValueL1HitNoopMetrics(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("allocation budgets are asserted without -race")
+	}
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: noop.NewMeterProvider()})
+	if c.met == nil {
+		t.Fatal("metrics not set up with an explicit provider")
+	}
+	val := makeBytes(100)
+	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 0, 128)
+	var out []byte
+	var err error
+	allocs := testing.AllocsPerRun(200, func() {
+		out, err = c.AppendValue(bg, dst[:0], "k")
+	})
+	if err != nil || !bytes.Equal(out, val) {
+		t.Fatalf("AppendValue: %v", err)
+	}
+	if allocs != 0 {
+		t.Fatalf("encrypted L1 hit with no-op metrics allocated %.1f times per call, budget 0", allocs)
+	}
+}
+
+// With the OpenTelemetry SDK recording, the L1 hit stays allocation-free:
+// counters and histograms record with prebuilt attribute sets.
+func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("allocation budgets are asserted without -race")
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp})
+	val := makeBytes(100)
+	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 0, 128)
+	_, _ = c.AppendValue(bg, dst[:0], "k") // first recording creates the series
+	allocs := testing.AllocsPerRun(200, func() {
+		_, _ = c.AppendValue(bg, dst[:0], "k")
+	})
+	if allocs != 0 {
+		t.Fatalf("encrypted L1 hit with SDK metrics allocated %.1f times per call, budget 0", allocs)
+	}
+}
+
+func BenchmarkGetL1HitMetrics(b *testing.B) {
+	providers := []struct {
+		name string
+		opts func(b *testing.B) Options
+	}{
+		{"off", func(*testing.B) Options { return Options{} }},
+		{"noop", func(*testing.B) Options { return Options{MeterProvider: noop.NewMeterProvider()} }},
+		{"sdk", func(b *testing.B) Options {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			return Options{MeterProvider: mp}
+		}},
+	}
+	for _, p := range providers {
+		b.Run(p.name+"/encrypted/bytes/100B", func(b *testing.B) {
+			o := p.opts(b)
+			o.L1MaxBytes, o.Encryption = 64<<20, encConfig("")
+			c := newClient(b, o)
+			if err := c.SetWithTTL(bg, "k", makeBytes(100), time.Hour); err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]byte, 0, 100)
+			b.SetBytes(100)
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if dst, err = c.AppendValue(bg, dst[:0], "k"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,298 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/l2"
+)
+
+// ErrCircuitOpen is the cause inside a *BackendError when the circuit
+// breaker refused a Redis call without sending it.
+var ErrCircuitOpen = errors.New("cachekit: circuit breaker open")
+
+// ErrOverloaded is the cause inside a *BackendError when a Redis call could
+// not get one of the MaxInFlight slots within MaxWait.
+var ErrOverloaded = errors.New("cachekit: too many redis operations in flight")
+
+// Reliability configures the protection the Client puts around Redis calls,
+// and only around them: encoding, decryption and decoding are never
+// retried, counted by the breaker or degraded. A zero field takes its
+// default; Options.Reliability == nil turns the whole stack off.
+type Reliability struct {
+	// FailOpen degrades Redis failures instead of returning them: a failed
+	// read is a miss (the error matches both ErrNotFound and *BackendError,
+	// and GetOrLoad loads), a failed write is absorbed with a rate-limited
+	// warning (the value is then in neither tier). Delete still returns its
+	// error. Default: false (fail closed: the *BackendError is returned);
+	// the production preset sets true.
+	FailOpen bool
+
+	// MaxAttempts is how many times one operation is sent when it fails
+	// with a transient error (connection refused or reset, timeout, pool
+	// exhausted, LOADING/TRYAGAIN/...). 1 turns retries off. Default: 3.
+	MaxAttempts int
+
+	// RetryBaseDelay is the backoff before the first retry; it doubles on
+	// each further retry, with full jitter (a random wait in [d/2, d]).
+	// Default: 10ms.
+	RetryBaseDelay time.Duration
+
+	// RetryMaxDelay caps the backoff between retries. Default: 200ms.
+	RetryMaxDelay time.Duration
+
+	// AttemptTimeout bounds each attempt (the caller's ctx still bounds the
+	// whole operation, retries included). Default: 0 (only ctx and the
+	// go-redis client's own read/write timeouts, 3 s unless configured).
+	AttemptTimeout time.Duration
+
+	// BreakerThreshold is the number of consecutive transient failures that
+	// opens the circuit breaker. Default: 5.
+	BreakerThreshold int
+
+	// BreakerOpenFor is how long an open breaker refuses calls (with
+	// ErrCircuitOpen) before letting probes through. Default: 30s.
+	BreakerOpenFor time.Duration
+
+	// BreakerHalfOpenProbes is how many probe calls a half-open breaker
+	// lets through at once; the first success closes it, a failure reopens
+	// it. Default: 1.
+	BreakerHalfOpenProbes int
+
+	// DisableBreaker turns the circuit breaker off (retries, backpressure
+	// and degradation stay). Default: false.
+	DisableBreaker bool
+
+	// MaxInFlight bounds the Redis operations this Client runs at once.
+	// Default: 256.
+	MaxInFlight int
+
+	// MaxWait bounds how long an operation waits for a free slot before it
+	// fails with ErrOverloaded (never longer than ctx allows). Default:
+	// 100ms.
+	MaxWait time.Duration
+}
+
+// Reliability defaults (the spec leaves the numbers to each SDK).
+const (
+	defaultMaxAttempts      = 3
+	defaultRetryBaseDelay   = 10 * time.Millisecond
+	defaultRetryMaxDelay    = 200 * time.Millisecond
+	defaultBreakerThreshold = 5
+	defaultBreakerOpenFor   = 30 * time.Second
+	defaultBreakerProbes    = 1
+	defaultMaxInFlight      = 256
+	defaultMaxWait          = 100 * time.Millisecond
+)
+
+func (r *Reliability) validate() error {
+	switch {
+	case r.MaxAttempts < 0, r.BreakerThreshold < 0, r.BreakerHalfOpenProbes < 0, r.MaxInFlight < 0:
+		return configErr("Reliability counts must not be negative")
+	case r.RetryBaseDelay < 0, r.RetryMaxDelay < 0, r.AttemptTimeout < 0, r.BreakerOpenFor < 0, r.MaxWait < 0:
+		return configErr("Reliability durations must not be negative")
+	}
+	return nil
+}
+
+// withDefaults returns a copy of r with every zero field set to its default.
+func (r Reliability) withDefaults() Reliability {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&r.MaxAttempts, defaultMaxAttempts)
+	def(&r.BreakerThreshold, defaultBreakerThreshold)
+	def(&r.BreakerHalfOpenProbes, defaultBreakerProbes)
+	def(&r.MaxInFlight, defaultMaxInFlight)
+	defD(&r.RetryBaseDelay, defaultRetryBaseDelay)
+	defD(&r.RetryMaxDelay, defaultRetryMaxDelay)
+	defD(&r.BreakerOpenFor, defaultBreakerOpenFor)
+	defD(&r.MaxWait, defaultMaxWait)
+	return r
+}
+
+// guard runs L2 calls under the reliability stack. A nil *guard runs them
+// directly (reliability off: the first error propagates).
+type guard struct {
+	cfg     Reliability
+	br      *breaker // nil when disabled
+	slots   chan struct{}
+	retries atomic.Uint64
+	shed    atomic.Uint64
+	refused atomic.Uint64
+	onRetry func(op string) // metrics hook, may be nil
+}
+
+func newGuard(r *Reliability, now func() time.Time) *guard {
+	if r == nil {
+		return nil
+	}
+	cfg := r.withDefaults()
+	g := &guard{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
+	if !cfg.DisableBreaker {
+		g.br = newBreaker(&cfg, now)
+	}
+	return g
+}
+
+// do runs fn, an L2 call named op, with backpressure, the breaker and
+// retries. fn's error is returned as is (after the last attempt); refusals
+// are *BackendError values with ErrCircuitOpen or ErrOverloaded inside.
+func (g *guard) do(ctx context.Context, op string, fn func(context.Context) error) error {
+	if g == nil {
+		return fn(ctx)
+	}
+	if err := g.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer func() { <-g.slots }()
+	delay := g.cfg.RetryBaseDelay
+	for attempt := 1; ; attempt++ {
+		probe := false
+		if g.br != nil {
+			var ok bool
+			if ok, probe = g.br.allow(); !ok {
+				g.refused.Add(1)
+				return &BackendError{Op: op, Err: ErrCircuitOpen}
+			}
+		}
+		err := g.attempt(ctx, fn)
+		transient := err != nil && l2.IsTransient(err)
+		if g.br != nil {
+			switch {
+			case ctx.Err() != nil:
+				g.br.record(probe, outcomeNeutral)
+			case transient:
+				g.br.record(probe, outcomeFailure)
+			default:
+				g.br.record(probe, outcomeSuccess)
+			}
+		}
+		if !transient || attempt >= g.cfg.MaxAttempts || ctx.Err() != nil {
+			return err
+		}
+		if !sleepCtx(ctx, delay/2+rand.N(delay/2+1)) {
+			return err
+		}
+		delay = min(delay*2, g.cfg.RetryMaxDelay)
+		g.retries.Add(1)
+		if g.onRetry != nil {
+			g.onRetry(op)
+		}
+	}
+}
+
+func (g *guard) attempt(ctx context.Context, fn func(context.Context) error) error {
+	if g.cfg.AttemptTimeout <= 0 {
+		return fn(ctx)
+	}
+	actx, cancel := context.WithTimeout(ctx, g.cfg.AttemptTimeout)
+	defer cancel()
+	return fn(actx)
+}
+
+// acquire takes an in-flight slot, waiting at most MaxWait.
+func (g *guard) acquire(ctx context.Context, op string) error {
+	select {
+	case g.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(g.cfg.MaxWait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return &BackendError{Op: op, Err: ctx.Err()}
+	case <-t.C:
+		g.shed.Add(1)
+		return &BackendError{Op: op, Err: ErrOverloaded}
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// degradable reports whether a failed L2 call may be degraded under
+// FailOpen: a backend failure (not the caller's own cancellation, not a
+// closed client).
+func (c *Client) degradable(ctx context.Context, err error) bool {
+	if c.rel == nil || !c.rel.cfg.FailOpen || ctx.Err() != nil {
+		return false
+	}
+	var be *BackendError
+	return errors.As(err, &be)
+}
+
+// MissError is what a read returns when FailOpen turned a Redis failure
+// into a miss: errors.Is(err, ErrNotFound) holds (so GetOrLoad loads and
+// callers that treat "not found" as "compute it" keep working), and
+// errors.As(err, **BackendError) reaches the Redis failure for callers that
+// want to know.
+type MissError struct {
+	// Err is the Redis failure (a *BackendError).
+	Err error
+}
+
+// Error implements error.
+func (e *MissError) Error() string {
+	return "cachekit: redis unavailable, read degraded to a miss: " + e.Err.Error()
+}
+
+// Unwrap returns the Redis failure.
+func (e *MissError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (e *MissError) Is(target error) bool { return target == ErrNotFound }
+
+// ReliabilityStats is a snapshot of the reliability stack's counters.
+type ReliabilityStats struct {
+	// Breaker is the breaker's state now (BreakerClosed when disabled).
+	Breaker BreakerState
+	// BreakerOpened counts transitions to open.
+	BreakerOpened uint64
+	// Retries counts retried attempts; Refused counts calls the open
+	// breaker refused; Shed counts calls refused by backpressure.
+	Retries, Refused, Shed uint64
+	// Degraded counts Redis failures absorbed by FailOpen (reads turned
+	// into misses, writes absorbed).
+	Degraded uint64
+}
+
+// ReliabilityStats returns the reliability stack's counters; the zero
+// value when Options.Reliability was nil.
+func (c *Client) ReliabilityStats() ReliabilityStats {
+	if c.rel == nil {
+		return ReliabilityStats{}
+	}
+	st := ReliabilityStats{
+		Retries:  c.rel.retries.Load(),
+		Refused:  c.rel.refused.Load(),
+		Shed:     c.rel.shed.Load(),
+		Degraded: c.stats.degraded.Load(),
+	}
+	if c.rel.br != nil {
+		st.Breaker, st.BreakerOpened = c.rel.br.snapshot()
+	}
+	return st
+}

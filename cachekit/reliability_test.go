@@ -1,0 +1,176 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for breaker tests.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestBreakerOpensRefusesProbesAndCloses(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	r := Reliability{BreakerThreshold: 3, BreakerOpenFor: time.Second}.withDefaults()
+	b := newBreaker(&r, clk.now)
+	for i := range 3 {
+		ok, probe := b.allow()
+		if !ok || probe {
+			t.Fatalf("closed breaker refused call %d", i)
+		}
+		b.record(false, outcomeFailure)
+	}
+	if st, n := b.snapshot(); st != BreakerOpen || n != 1 {
+		t.Fatalf("after 3 failures: %v (opened %d)", st, n)
+	}
+	if ok, _ := b.allow(); ok {
+		t.Fatal("open breaker let a call through")
+	}
+	clk.add(time.Second)
+	ok, probe := b.allow()
+	if !ok || !probe {
+		t.Fatal("half-open breaker refused its probe")
+	}
+	if ok, _ := b.allow(); ok {
+		t.Fatal("half-open breaker let a second probe through (limit 1)")
+	}
+	b.record(true, outcomeFailure) // probe failed: reopen
+	if st, n := b.snapshot(); st != BreakerOpen || n != 2 {
+		t.Fatalf("failed probe: %v (opened %d)", st, n)
+	}
+	clk.add(time.Second)
+	_, probe = b.allow()
+	b.record(probe, outcomeSuccess)
+	if st, _ := b.snapshot(); st != BreakerClosed {
+		t.Fatalf("successful probe: %v", st)
+	}
+	// A success in between resets the consecutive count.
+	b.record(false, outcomeFailure)
+	b.record(false, outcomeFailure)
+	b.record(false, outcomeSuccess)
+	b.record(false, outcomeFailure)
+	b.record(false, outcomeNeutral)
+	if st, _ := b.snapshot(); st != BreakerClosed {
+		t.Fatalf("non-consecutive failures opened it: %v", st)
+	}
+}
+
+func TestGuardRetriesTransientOnly(t *testing.T) {
+	g := newGuard(&Reliability{MaxAttempts: 3, RetryBaseDelay: time.Millisecond, DisableBreaker: true}, time.Now)
+	var calls int
+	err := g.do(bg, "get", func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return &BackendError{Op: "get", Err: io.EOF}
+		}
+		return nil
+	})
+	if err != nil || calls != 3 || g.retries.Load() != 2 {
+		t.Fatalf("transient: err %v after %d calls, %d retries", err, calls, g.retries.Load())
+	}
+	calls = 0
+	permanent := errors.New("WRONGTYPE")
+	if err := g.do(bg, "get", func(context.Context) error { calls++; return permanent }); err != permanent || calls != 1 {
+		t.Fatalf("permanent: %v after %d calls", err, calls)
+	}
+	calls = 0
+	err = g.do(bg, "get", func(context.Context) error { calls++; return &BackendError{Op: "get", Err: io.EOF} })
+	if !errors.Is(err, io.EOF) || calls != 3 {
+		t.Fatalf("exhausted: %v after %d calls", err, calls)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	calls = 0
+	_ = g.do(ctx, "get", func(context.Context) error { calls++; return &BackendError{Op: "get", Err: io.EOF} })
+	if calls != 1 {
+		t.Fatalf("retried after the caller's ctx ended: %d calls", calls)
+	}
+}
+
+func TestGuardBreakerRefusesWithBackendError(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	g := newGuard(&Reliability{MaxAttempts: 1, BreakerThreshold: 2, BreakerOpenFor: time.Minute}, clk.now)
+	fail := func(context.Context) error { return &BackendError{Op: "get", Err: io.EOF} }
+	_ = g.do(bg, "get", fail)
+	_ = g.do(bg, "get", fail)
+	var called bool
+	err := g.do(bg, "get", func(context.Context) error { called = true; return nil })
+	var be *BackendError
+	if called || !errors.Is(err, ErrCircuitOpen) || !errors.As(err, &be) || be.Op != "get" {
+		t.Fatalf("open breaker: called=%v err=%v", called, err)
+	}
+}
+
+func TestGuardBackpressureBoundsWait(t *testing.T) {
+	g := newGuard(&Reliability{MaxInFlight: 1, MaxWait: 20 * time.Millisecond, DisableBreaker: true}, time.Now)
+	hold := make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		_ = g.do(bg, "get", func(context.Context) error { close(started); <-hold; return nil })
+	}()
+	<-started
+	var ran atomic.Bool
+	err := g.do(bg, "get", func(context.Context) error { ran.Store(true); return nil })
+	close(hold)
+	var be *BackendError
+	if ran.Load() || !errors.Is(err, ErrOverloaded) || !errors.As(err, &be) || g.shed.Load() != 1 {
+		t.Fatalf("over the in-flight bound: ran=%v err=%v", ran.Load(), err)
+	}
+	if err := g.do(bg, "get", func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("slot not released: %v", err)
+	}
+}
+
+func TestNilGuardRunsDirectly(t *testing.T) {
+	var g *guard
+	e := &BackendError{Op: "get", Err: io.EOF}
+	calls := 0
+	if err := g.do(bg, "get", func(context.Context) error { calls++; return e }); err != e || calls != 1 {
+		t.Fatalf("reliability off: %v after %d calls", err, calls)
+	}
+}
+
+func TestMissErrorMatchesBoth(t *testing.T) {
+	var err error = &MissError{Err: &BackendError{Op: "get", Err: io.EOF}}
+	var be *BackendError
+	if !errors.Is(err, ErrNotFound) || !errors.As(err, &be) || !errors.Is(err, io.EOF) || !loadable(err) {
+		t.Fatalf("MissError: %v", err)
+	}
+}
+
+func TestReliabilityOptionsValidate(t *testing.T) {
+	for _, r := range []Reliability{{MaxAttempts: -1}, {MaxWait: -1}, {BreakerOpenFor: -time.Second}, {MaxInFlight: -2}} {
+		if _, err := New(Options{L1MaxBytes: 1 << 20, Reliability: &r}); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	for _, w := range []SWR{{Ratio: 1}, {Ratio: -0.1}, {Jitter: 0.6}, {MaxRefreshes: -1}} {
+		if _, err := New(Options{L1MaxBytes: 1 << 20, SWR: &w}); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", w, err)
+		}
+	}
+	if p := Production(); p.Reliability == nil || !p.Reliability.FailOpen || p.SWR == nil || p.Invalidation == nil {
+		t.Fatalf("production preset: %+v", p)
+	}
+	if m := Minimal(); m.Reliability != nil || m.SWR != nil || m.Invalidation != nil {
+		t.Fatalf("minimal preset must keep the stack, SWR and invalidation off: %+v", m)
+	}
+	s, err := Secure("4242424242424242424242424242424242424242424242424242424242424242")
+	if err != nil || s.Reliability == nil || s.Reliability.FailOpen {
+		t.Fatalf("secure preset must fail closed: %v %+v", err, s.Reliability)
+	}
+}
