@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 60s
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: test test-short lint fmt fuzz bench tools
+.PHONY: test test-short lint fmt fuzz bench bench-ir tools
 
 ## test: every test, race detector on, against private redis-servers the tests
 ## start (scripts/ensure-redis installs redis-server when it is missing).
@@ -37,6 +37,23 @@ fuzz:
 	  done; \
 	done
 
-## bench: package micro-benchmarks with allocation counts.
+## bench: the bench/ module's workloads (floor, ours, peer go-redis/cache) with
+## -count, then the benchstat table and the ratio table of that one run.
+## Redis: CACHEKIT_REDIS_URL, else a private redis-server.
+BENCH_COUNT ?= 6
+BENCHTIME   ?= 200ms
+BENCH_RUN   ?= .
+BENCH_OUT   ?= $(or $(TMPDIR),/tmp)/cachekit-bench.txt
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+	./scripts/ensure-redis
+	cd bench && $(GO) test -run='^$$' -bench='$(BENCH_RUN)' -benchmem -count=$(BENCH_COUNT) -benchtime=$(BENCHTIME) . | tee $(abspath $(BENCH_OUT))
+	@echo "== benchstat"
+	cd bench && $(GO) tool benchstat $(abspath $(BENCH_OUT))
+	@echo "== ratios (medians of this run)"
+	cd bench && $(GO) run ./cmd/benchratio $(abspath $(BENCH_OUT))
+
+## bench-ir: callgrind instructions per op on the allocation-free hot paths.
+## BENCHIR_FLAGS=-compare gates against bench/ir-baseline.json, -update rewrites it.
+BENCHIR_FLAGS ?=
+bench-ir:
+	cd bench && $(GO) run ./cmd/benchir $(BENCHIR_FLAGS)

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/bench/internal/irwork"
+	"github.com/cachekit-io/cachekit-go/cachekit"
+)
+
+// Allocation budgets: deterministic, so CI asserts them exactly. A budget
+// is a ceiling; lowering one is welcome, raising one needs a reason in the
+// commit that does it.
+
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("allocation budgets are meaningless under -race")
+	}
+}
+
+func TestAllocBudgetL1HitBytes(t *testing.T) {
+	skipUnderRace(t)
+	for _, enc := range []bool{true, false} {
+		for _, sz := range fixture.Sizes {
+			t.Run(modeName(enc)+"/"+sz.Name, func(t *testing.T) {
+				c := newClient(t, clientConfig{encrypted: enc, l1: true})
+				want := fixture.NewBytes(sz.N)
+				if err := c.SetWithTTL(bg, "k", want, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+				dst := make([]byte, 0, sz.N)
+				var got []byte
+				var err error
+				allocs := testing.AllocsPerRun(500, func() { got, err = c.AppendValue(bg, dst[:0], "k") })
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("AppendValue: wrong value (err %v)", err)
+				}
+				if allocs != 0 {
+					t.Fatalf("L1 hit into a sized dst: %.1f allocs/op, budget 0", allocs)
+				}
+			})
+		}
+	}
+}
+
+func TestAllocBudgetL1HitStruct(t *testing.T) {
+	skipUnderRace(t)
+	// The decoder allocates the record's strings and the tags slice (six
+	// objects); the client itself must add nothing on top.
+	const budget = 6
+	for _, enc := range []bool{true, false} {
+		t.Run(modeName(enc), func(t *testing.T) {
+			c := newClient(t, clientConfig{encrypted: enc, l1: true})
+			want := fixture.NewRecord(100)
+			if err := c.SetWithTTL(bg, "k", want, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			var got fixture.Record
+			var err error
+			allocs := testing.AllocsPerRun(500, func() { err = c.Get(bg, "k", &got) })
+			if err != nil || got.Bio != want.Bio || got.ID != want.ID {
+				t.Fatalf("Get: wrong value (err %v)", err)
+			}
+			if allocs > budget {
+				t.Fatalf("L1 struct hit: %.1f allocs/op, budget %d", allocs, budget)
+			}
+		})
+	}
+}
+
+func TestAllocBudgetGetOrLoadHit(t *testing.T) {
+	skipUnderRace(t)
+	const budget = 8 // measured: the struct decode's six, plus two on the loader path
+	c := newClient(t, clientConfig{encrypted: true, l1: true})
+	if err := c.SetWithTTL(bg, "k", fixture.NewRecord(100), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	loader := func(context.Context) (fixture.Record, error) {
+		t.Error("loader called on a hit")
+		return fixture.Record{}, nil
+	}
+	var err error
+	allocs := testing.AllocsPerRun(500, func() { _, err = cachekit.GetOrLoad(bg, c, "k", time.Hour, loader) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs > budget {
+		t.Fatalf("GetOrLoad hit: %.1f allocs/op, budget %d", allocs, budget)
+	}
+}
+
+// The instruction-count workloads must stay allocation-free: an allocation
+// there is a regression even before callgrind sees it.
+func TestAllocBudgetIRWorkloads(t *testing.T) {
+	skipUnderRace(t)
+	for _, name := range irwork.Names() {
+		t.Run(name, func(t *testing.T) {
+			op, err := irwork.New(name, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var opErr error
+			allocs := testing.AllocsPerRun(500, func() { opErr = op() })
+			if opErr != nil {
+				t.Fatal(opErr)
+			}
+			if allocs != 0 {
+				t.Fatalf("%s: %.1f allocs/op, budget 0", name, allocs)
+			}
+		})
+	}
+}
+
+// The deliberate regression the gate demonstrates must really regress.
+func TestAllocBudgetRegressionHookAllocates(t *testing.T) {
+	skipUnderRace(t)
+	op, err := irwork.New("DecryptNow/100B", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = op() }); allocs < 1 {
+		t.Fatalf("regression hook allocated %.1f times per op, want >= 1", allocs)
+	}
+}

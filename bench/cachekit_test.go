@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/cachekit"
+)
+
+// BenchmarkCachekit measures our client. Row names are stable: benchstat
+// compares them across commits, and cmd/benchratio divides them by the
+// BenchmarkFloor and BenchmarkPeer rows of the same run.
+func BenchmarkCachekit(b *testing.B) {
+	for _, enc := range []bool{true, false} {
+		for _, sz := range fixture.Sizes {
+			b.Run("L1Hit/"+modeName(enc)+"/bytes/"+sz.Name, func(b *testing.B) { benchL1HitBytes(b, enc, sz.N, false) })
+			b.Run("L1Hit/"+modeName(enc)+"/struct/"+sz.Name, func(b *testing.B) { benchL1HitStruct(b, enc, sz.N, false) })
+		}
+	}
+	b.Run("L2Get/encrypted/bytes/1KiB", func(b *testing.B) { benchL2Get(b, 1024, false) })
+	b.Run("Set/encrypted/bytes/1KiB", func(b *testing.B) { benchSet(b, 1024) })
+	b.Run("MGet100/encrypted/bytes/100B", func(b *testing.B) { benchMany(b, 100, true) })
+	b.Run("GetSeq100/encrypted/bytes/100B", func(b *testing.B) { benchMany(b, 100, false) })
+	b.Run("GetOrLoadHit/encrypted/struct/100B", benchGetOrLoadHit)
+	b.Run("L1HitParallel/encrypted/bytes/100B", func(b *testing.B) { benchL1HitBytes(b, true, 100, true) })
+	b.Run("L1HitParallel/encrypted/struct/100B", func(b *testing.B) { benchL1HitStruct(b, true, 100, true) })
+	b.Run("L2GetParallel/encrypted/bytes/1KiB", func(b *testing.B) { benchL2Get(b, 1024, true) })
+}
+
+// run drives op for b.N iterations, serially with b.Loop or spread over
+// GOMAXPROCS goroutines with b.RunParallel. newState gives each goroutine
+// its own scratch (a dst buffer, a struct).
+func run[S any](b *testing.B, parallel bool, newState func() S, op func(*S) error) {
+	b.ReportAllocs()
+	if !parallel {
+		s := newState()
+		for b.Loop() {
+			if err := op(&s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		s := newState()
+		for pb.Next() {
+			if err := op(&s); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func benchL1HitBytes(b *testing.B, encrypted bool, n int, parallel bool) {
+	c := newClient(b, clientConfig{encrypted: encrypted, l1: true})
+	key := benchKey(b, "l1b")
+	if err := c.SetWithTTL(bg, key, fixture.NewBytes(n), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(n))
+	run(b, parallel, func() []byte { return make([]byte, 0, n) }, func(dst *[]byte) error {
+		var err error
+		*dst, err = c.AppendValue(bg, (*dst)[:0], key)
+		return err
+	})
+}
+
+func benchL1HitStruct(b *testing.B, encrypted bool, n int, parallel bool) {
+	c := newClient(b, clientConfig{encrypted: encrypted, l1: true})
+	key := benchKey(b, "l1s")
+	if err := c.SetWithTTL(bg, key, fixture.NewRecord(n), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(n))
+	run(b, parallel, func() fixture.Record { return fixture.Record{} }, func(r *fixture.Record) error {
+		return c.Get(bg, key, r)
+	})
+}
+
+func benchL2Get(b *testing.B, n int, parallel bool) {
+	c := newClient(b, clientConfig{encrypted: true, redis: true})
+	key := benchKey(b, "l2")
+	if err := c.SetWithTTL(bg, key, fixture.NewBytes(n), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(n))
+	run(b, parallel, func() []byte { return make([]byte, 0, n) }, func(dst *[]byte) error {
+		var err error
+		*dst, err = c.AppendValue(bg, (*dst)[:0], key)
+		return err
+	})
+}
+
+func benchSet(b *testing.B, n int) {
+	c := newClient(b, clientConfig{encrypted: true, l1: true, redis: true})
+	key := benchKey(b, "set")
+	v := fixture.NewBytes(n)
+	b.SetBytes(int64(n))
+	run(b, false, func() struct{} { return struct{}{} }, func(*struct{}) error {
+		return c.SetWithTTL(bg, key, v, time.Hour)
+	})
+}
+
+// benchMany reads the same count keys from Redis (L1 off) either with one
+// MGet (one round trip) or with one Get each.
+func benchMany(b *testing.B, count int, batched bool) {
+	c := newClient(b, clientConfig{encrypted: true, redis: true})
+	keys := make([]string, count)
+	v := fixture.NewBytes(100)
+	for i := range keys {
+		keys[i] = benchKey(b, "many")
+		if err := c.SetWithTTL(bg, keys[i], v, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(count * len(v)))
+	if batched {
+		run(b, false, func() struct{} { return struct{}{} }, func(*struct{}) error {
+			got, err := cachekit.MGet[[]byte](bg, c, keys)
+			if err == nil && len(got) != count {
+				b.Fatalf("MGet returned %d of %d values", len(got), count)
+			}
+			return err
+		})
+		return
+	}
+	run(b, false, func() []byte { return make([]byte, 0, 100) }, func(dst *[]byte) error {
+		for _, k := range keys {
+			var err error
+			if *dst, err = c.AppendValue(bg, (*dst)[:0], k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func benchGetOrLoadHit(b *testing.B) {
+	c := newClient(b, clientConfig{encrypted: true, l1: true})
+	key := benchKey(b, "gol")
+	v := fixture.NewRecord(100)
+	if err := c.SetWithTTL(bg, key, v, time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	loader := func(context.Context) (fixture.Record, error) {
+		b.Fatal("loader called on a hit")
+		return fixture.Record{}, nil
+	}
+	b.SetBytes(100)
+	run(b, false, func() struct{} { return struct{}{} }, func(*struct{}) error {
+		_, err := cachekit.GetOrLoad(bg, c, key, time.Hour, loader)
+		return err
+	})
+}

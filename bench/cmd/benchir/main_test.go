@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestVerdict(t *testing.T) {
+	cases := []struct {
+		delta, spread float64
+		want          string
+	}{
+		{0, 0, "ok"},
+		{-5, 0.1, "ok"},
+		{1.0, 0.1, "ok"},
+		{1.01, 0.1, "WARN"},
+		{2.0, 0.1, "WARN"},
+		{2.01, 0.1, "FAIL"},
+		{0, 0.51, "INCONCLUSIVE"},
+		{2.5, 0.6, "INCONCLUSIVE"},
+		{2.61, 0.6, "INCONCLUSIVE+FAIL"},
+	}
+	for _, c := range cases {
+		if got := verdict(c.delta, c.spread); got != c.want {
+			t.Errorf("verdict(%.2f, %.2f) = %q, want %q", c.delta, c.spread, got, c.want)
+		}
+	}
+}
+
+func TestSummarizeMedianAndSpread(t *testing.T) {
+	r := result{runs: []float64{1010, 1000, 1005}}
+	r.summarize()
+	if r.median != 1005 {
+		t.Fatalf("median %v, want 1005", r.median)
+	}
+	if want := 10.0 / 1005 * 100; r.spread != want {
+		t.Fatalf("spread %v, want %v", r.spread, want)
+	}
+}
+
+func TestReadTotal(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cg.out")
+	if err := os.WriteFile(p, []byte("version: 1\nevents: Ir\nsummary: 4263000\ntotals: 4263000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := readTotal(p); err != nil || v != 4263000 {
+		t.Fatalf("readTotal = %d, %v", v, err)
+	}
+	if err := os.WriteFile(p, []byte("events: Ir\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readTotal(p); err == nil {
+		t.Fatal("readTotal accepted a file without a summary")
+	}
+}
+
+func TestReportFailsOnRegression(t *testing.T) {
+	base := &baseline{Workloads: map[string]float64{"A": 1000, "B": 1000}}
+	var sb strings.Builder
+	ok := []result{{name: "A", runs: []float64{1005}, median: 1005}, {name: "B", runs: []float64{990}, median: 990}}
+	if code := report(&sb, ok, base); code != 0 {
+		t.Fatalf("within 1%%: exit %d\n%s", code, sb.String())
+	}
+	sb.Reset()
+	bad := []result{{name: "A", runs: []float64{1030}, median: 1030}, {name: "B", runs: []float64{1000}, median: 1000}}
+	if code := report(&sb, bad, base); code != 1 || !strings.Contains(sb.String(), "FAIL") {
+		t.Fatalf("+3%%: exit %d\n%s", code, sb.String())
+	}
+}

@@ -1,0 +1,176 @@
+// Package irwork defines the allocation-free hot paths whose instruction
+// counts the gate (cmd/benchir) tracks. Each workload is set up once and
+// returns an op that does one unit of work; the same ops back the
+// allocation-budget tests, so a workload that starts allocating fails
+// those before callgrind is ever run.
+package irwork
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// Op performs one unit of a workload.
+type Op func() error
+
+// ErrUnknown is returned by New for a name Names does not list.
+var ErrUnknown = errors.New("irwork: unknown workload")
+
+// The cache key and tenant every workload binds.
+const (
+	key    = "user:12345"
+	tenant = "default"
+)
+
+var builders = map[string]func() (Op, error){
+	"EncryptNow/100B":            encryptNow,
+	"DecryptNow/100B":            decryptNow,
+	"L1Hit/encrypted/bytes/100B": l1Hit,
+	"AppendAAD":                  appendAAD,
+	"EnvelopeOpen/1KiB":          envelopeOpen,
+}
+
+// Names lists the workloads, sorted.
+func Names() []string {
+	out := make([]string, 0, len(builders))
+	for n := range builders {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Sink keeps the regression hook's copies reachable, so the compiler cannot
+// drop them.
+var Sink []byte
+
+// New sets up the named workload and returns its op. With regress set the
+// op also copies its output into a fresh slice: the deliberate regression
+// (one extra allocation and copy per op) that shows the gate firing.
+func New(name string, regress bool) (Op, error) {
+	build, ok := builders[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknown, name)
+	}
+	op, err := build()
+	if err != nil || !regress {
+		return op, err
+	}
+	return func() error {
+		if err := op(); err != nil {
+			return err
+		}
+		Sink = append(make([]byte, 0, len(last)), last...)
+		return nil
+	}, nil
+}
+
+// last is the output of the most recent op, for the regression hook.
+var last []byte
+
+func manager() (*encryption.Manager, []byte, error) {
+	m, err := encryption.NewManager(encryption.Config{MasterKey: fixture.MasterKey})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.Warm(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	aad, err := protocol.AppendAAD(nil, tenant, key, protocol.FormatMsgpack, true)
+	return m, aad, err
+}
+
+// errDeferred means a warmed Manager unexpectedly deferred an operation.
+var errDeferred = errors.New("irwork: operation deferred after Warm")
+
+func encryptNow() (Op, error) {
+	m, aad, err := manager()
+	if err != nil {
+		return nil, err
+	}
+	pt := fixture.NewBytes(100)
+	dst := make([]byte, 0, len(pt)+encryption.Overhead)
+	return func() error {
+		out, d, err := m.EncryptNow(dst[:0], pt, aad)
+		if d != nil {
+			return errDeferred
+		}
+		last = out
+		return err
+	}, nil
+}
+
+func decryptNow() (Op, error) {
+	m, aad, err := manager()
+	if err != nil {
+		return nil, err
+	}
+	pt := fixture.NewBytes(100)
+	sealed, d, err := m.EncryptNow(nil, pt, aad)
+	if err != nil || d != nil {
+		return nil, fmt.Errorf("irwork: seal fixture: %v", err)
+	}
+	dst := make([]byte, 0, len(pt))
+	return func() error {
+		out, d, err := m.DecryptNow(dst[:0], sealed, aad)
+		if d != nil {
+			return errDeferred
+		}
+		last = out
+		return err
+	}, nil
+}
+
+func l1Hit() (Op, error) {
+	c, err := cachekit.New(cachekit.Options{
+		L1MaxBytes: 1 << 20,
+		DefaultTTL: time.Hour,
+		Encryption: &encryption.Config{MasterKey: fixture.MasterKey},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if err := c.Warm(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.SetWithTTL(ctx, key, fixture.NewBytes(100), time.Hour); err != nil {
+		return nil, err
+	}
+	dst := make([]byte, 0, 100)
+	return func() error {
+		out, err := c.AppendValue(ctx, dst[:0], key)
+		last = out
+		return err
+	}, nil
+}
+
+func appendAAD() (Op, error) {
+	dst := make([]byte, 0, 64)
+	return func() error {
+		out, err := protocol.AppendAAD(dst[:0], tenant, key, protocol.FormatMsgpack, true)
+		last = out
+		return err
+	}, nil
+}
+
+func envelopeOpen() (Op, error) {
+	env, err := protocol.SealEnvelope(nil, fixture.NewBytes(1024), protocol.FormatMsgpack)
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]byte, 0, 1024)
+	return func() error {
+		out, err := protocol.OpenEnvelope(dst[:0], env)
+		last = out
+		return err
+	}, nil
+}
