@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/blake2b"
+
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // warnInterval bounds how often a Client logs a warning: at most one per
@@ -48,3 +50,9 @@ func KeyDigest(fullKey string) string {
 	sum := blake2b.Sum256([]byte(fullKey))
 	return hex.EncodeToString(sum[:8])
 }
+
+// DiscardRedisDriverLogs silences go-redis's process-wide internal logger
+// (connection-pool messages it writes to stderr by itself), for programs
+// that report Redis failures themselves. It affects every go-redis client in
+// the process; the Client's own warnings still go to Options.Logger.
+func DiscardRedisDriverLogs() { l2.DiscardDriverLogs() }

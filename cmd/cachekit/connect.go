@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/redis/go-redis/v9"
 )
 
 // keyring builds the encryption configuration --secure asks for: the current
@@ -118,12 +116,5 @@ func keyLabel(i int) string {
 
 // go-redis logs connection-pool failures through a package-level logger that
 // writes to stderr by itself, which would break the promise of one error line
-// on stderr; the tool reports Redis failures itself (exit 4). Silencing that
-// logger is the only go-redis API the tool touches.
-func init() { redis.SetLogger(silentRedisLogger{}) }
-
-// silentRedisLogger drops go-redis's internal log lines.
-type silentRedisLogger struct{}
-
-// Printf implements go-redis's internal logging interface.
-func (silentRedisLogger) Printf(context.Context, string, ...any) {}
+// on stderr; the tool reports Redis failures itself (exit 4).
+func init() { cachekit.DiscardRedisDriverLogs() }
