@@ -18,15 +18,19 @@ import (
 // Create it with New and release it with Close.
 type Client struct {
 	prefix     string
-	tenant     string
 	compressed bool
 	interop    bool
 	defaultTTL time.Duration
 	lockTTL    time.Duration
 
-	enc       *encryption.Manager // nil: encryption off
-	l1        *l1.Cache           // nil: L1 off
-	l2        *l2.Store           // nil: L1-only mode
+	enc *encryption.Manager // nil: encryption off
+	// aad holds the tenant, prefix, format and compressed components of
+	// every AAD this Client builds, validated once in New; aadErr is what
+	// building any AAD reports when they are invalid (encryption on only).
+	aad       protocol.AADTemplate
+	aadErr    error
+	l1        *l1.Cache // nil: L1 off
+	l2        *l2.Store // nil: L1-only mode
 	ownsRedis bool
 
 	log *slog.Logger
@@ -56,7 +60,6 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{
 		prefix:     opts.KeyPrefix,
-		tenant:     "",
 		compressed: !opts.DisableCompression && !opts.Interop,
 		interop:    opts.Interop,
 		defaultTTL: opts.DefaultTTL,
@@ -94,7 +97,7 @@ func New(opts Options) (*Client, error) {
 			}
 		}
 		c.enc = m
-		c.tenant = m.Tenant()
+		c.aad, c.aadErr = protocol.NewAADTemplate(m.Tenant(), c.prefix, protocol.FormatMsgpack, c.compressed)
 	}
 	if opts.L1MaxBytes > 0 {
 		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock})

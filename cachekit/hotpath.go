@@ -312,10 +312,14 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 }
 
 // appendAAD builds the AAD v0x03 for key into s.aad: tenant, the full Redis
-// key (prefix included), format "msgpack" and the compressed flag.
+// key (prefix included), format "msgpack" and the compressed flag. The
+// shared components were validated in New; only key is checked here.
 func (c *Client) appendAAD(s *scratch, key string) ([]byte, error) {
+	if c.aadErr != nil {
+		return s.aad[:0], c.aadErr
+	}
 	var err error
-	s.aad, err = protocol.AppendAADKey(s.aad[:0], c.tenant, c.prefix, key, protocol.FormatMsgpack, c.compressed)
+	s.aad, err = c.aad.Append(s.aad[:0], key)
 	return s.aad, err
 }
 

@@ -131,6 +131,10 @@ func AppendAADWithType(dst []byte, tenant, cacheKey, format string, compressed b
 
 // checkAADInputs validates the components shared by both AAD shapes.
 func checkAADInputs(tenant, cacheKey, format string) error {
+	if goodComponent(tenant) && goodComponent(cacheKey) && knownFormat(format) {
+		return nil
+	}
+	// Something is wrong: find the first bad input, in the documented order.
 	if err := checkAADComponent("tenant", tenant); err != nil {
 		return err
 	}
@@ -143,6 +147,11 @@ func checkAADInputs(tenant, cacheKey, format string) error {
 	return nil
 }
 
+// goodComponent reports whether checkAADComponent accepts s.
+func goodComponent(s string) bool {
+	return len(s) != 0 && len(s) <= MaxAADSize && validUTF8(s)
+}
+
 // checkAADComponent rejects empty, oversized or non-UTF-8 components. what
 // names the component in the error; the value itself is never quoted.
 func checkAADComponent(what, s string) error {
@@ -151,10 +160,42 @@ func checkAADComponent(what, s string) error {
 		return formatErr("aad", ErrMalformed, what+" is empty")
 	case len(s) > MaxAADSize:
 		return formatErr("aad", ErrTooLarge, what+" would exceed 64 KiB")
-	case !utf8.ValidString(s):
+	case !validUTF8(s):
 		return formatErr("aad", ErrMalformed, what+" is not valid UTF-8")
 	}
 	return nil
+}
+
+// validUTF8 is utf8.ValidString with a cheaper answer for the ASCII
+// strings tenants and cache keys nearly always are: the bytes are ORed
+// together eight at a time, and only a set high bit sends the string to the
+// full validation.
+func validUTF8(s string) bool {
+	var words uint64
+	i := 0
+	for ; len(s)-i >= 8; i += 8 {
+		w := s[i : i+8]
+		words |= uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	}
+	// At most seven bytes remain: take them as four, two and one.
+	if len(s)-i >= 4 {
+		w := s[i : i+4]
+		words |= uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24
+		i += 4
+	}
+	if len(s)-i >= 2 {
+		w := s[i : i+2]
+		words |= uint64(w[0]) | uint64(w[1])<<8
+		i += 2
+	}
+	if i < len(s) {
+		words |= uint64(s[i])
+	}
+	if words&0x8080808080808080 == 0 {
+		return true
+	}
+	return utf8.ValidString(s)
 }
 
 // appendAADComponent appends one length-prefixed component. Callers have
@@ -200,4 +241,90 @@ func AppendAADKey(dst []byte, tenant, keyPrefix, key, format string, compressed 
 	dst = appendAADComponent(dst, format)
 	dst = appendAADComponent(dst, compressedToken(compressed))
 	return dst, nil
+}
+
+// AADTemplate builds the AAD v0x03 of many cache keys that share a tenant,
+// a key prefix, a format token and a compressed flag, as a cache client's
+// keys do. NewAADTemplate validates and encodes the shared components once;
+// Append then validates only the key, so building a client's AAD no longer
+// re-checks its tenant on every call. Append appends exactly the bytes of
+// AppendAADKey for the same inputs. The zero value is not usable: its
+// Append returns an error. An AADTemplate is immutable after
+// NewAADTemplate and safe for concurrent use.
+type AADTemplate struct {
+	// front is the version byte, the length-prefixed tenant, a 4-byte
+	// placeholder for the cache key's length, and the key prefix.
+	front []byte
+	// prefixLen is the length of the key prefix at the end of front.
+	prefixLen int
+	// tail is the length-prefixed format and compressed tokens.
+	tail []byte
+}
+
+// errAADTemplateZero is Append's error on a zero AADTemplate.
+var errAADTemplateZero = formatErr("aad", ErrMalformed, "template was not built by NewAADTemplate")
+
+// NewAADTemplate validates tenant, keyPrefix (which may be empty) and format
+// under AppendAADKey's rules and returns the template that builds their
+// AAD for any key. On error it returns the zero AADTemplate and the
+// *FormatError AppendAADKey reports for those inputs and a valid key. The
+// 64 KiB cap on the whole AAD depends on the key, so Append enforces it.
+func NewAADTemplate(tenant, keyPrefix, format string, compressed bool) (AADTemplate, error) {
+	if err := checkAADComponent("tenant", tenant); err != nil {
+		return AADTemplate{}, err
+	}
+	if keyPrefix != "" {
+		if err := checkAADComponent("cache key", keyPrefix); err != nil {
+			return AADTemplate{}, err
+		}
+	}
+	if !knownFormat(format) {
+		return AADTemplate{}, formatErr("aad", ErrMalformed, "format is not a registered token")
+	}
+	front := make([]byte, 0, 1+2*aadLenPrefix+len(tenant)+len(keyPrefix))
+	front = appendAADComponent(append(front, AADVersion), tenant)
+	front = append(front, 0, 0, 0, 0) // the cache key's length, set per call
+	front = append(front, keyPrefix...)
+	token := compressedToken(compressed)
+	tail := make([]byte, 0, 2*aadLenPrefix+len(format)+len(token))
+	tail = appendAADComponent(appendAADComponent(tail, format), token)
+	return AADTemplate{front: front, prefixLen: len(keyPrefix), tail: tail}, nil
+}
+
+// Len returns the number of bytes Append appends for key.
+func (t *AADTemplate) Len(key string) int {
+	return len(t.front) + len(key) + len(t.tail)
+}
+
+// Append appends the AAD binding the template's tenant, format and
+// compressed flag to the cache key prefix+key, and returns the extended
+// slice. key must be valid UTF-8, and may be empty only when the prefix is
+// not; the whole AAD must fit MaxAADSize. Otherwise Append returns dst
+// unchanged and the *FormatError AppendAADKey would (Op "aad", never quoting
+// the key). It does not allocate when dst has Len(key) spare capacity.
+func (t *AADTemplate) Append(dst []byte, key string) ([]byte, error) {
+	if len(t.front) == 0 {
+		return dst, errAADTemplateZero
+	}
+	if !goodComponent(key) {
+		// The rare paths: checkAADComponent words the error.
+		if key != "" {
+			return dst, checkAADComponent("cache key", key)
+		}
+		if t.prefixLen == 0 {
+			return dst, formatErr("aad", ErrMalformed, "cache key is empty")
+		}
+	}
+	n := t.Len(key)
+	if n > MaxAADSize {
+		return dst, formatErr("aad", ErrTooLarge, "aad would exceed 64 KiB")
+	}
+	dst = slices.Grow(dst, n)
+	start := len(dst)
+	dst = append(dst, t.front...)
+	// n fits MaxAADSize, so the joined key length fits the uint32.
+	at := start + len(t.front) - t.prefixLen - aadLenPrefix
+	binary.BigEndian.PutUint32(dst[at:at+aadLenPrefix], uint32(t.prefixLen+len(key)))
+	dst = append(dst, key...)
+	return append(dst, t.tail...), nil
 }

@@ -126,12 +126,48 @@ func CheckMsgpack(b []byte, lim DecodeLimits) error {
 		// ever fail as "trailing bytes"; name its writer instead.
 		return errCKFrame
 	}
+	if wholeBytesItem(b) {
+		return nil
+	}
 	var shallow [shallowDepth]uint64
 	deep, err := walkMsgpack(b, maxDepth, shallow[:])
 	if deep != nil {
 		deepTrackers.Put(deep)
 	}
 	return err
+}
+
+// wholeBytesItem reports whether b is exactly one str or bin item (any
+// width) and nothing else: the shape of every []byte or string value, the
+// commonest payload. Such a document passes every rule walkMsgpack applies
+// (no collection, no 0xc1, complete, no trailing bytes, and its declared
+// length is at most len(b)-1 because its header is at least one byte), so
+// CheckMsgpack can accept it without the walk. For any other input it
+// returns false and the walk decides.
+func wholeBytesItem(b []byte) bool {
+	var n, h uint64
+	switch c := b[0]; {
+	case c&0xe0 == 0xa0: // fixstr
+		n, h = uint64(c&0x1f), 1
+	case c == mpBin8 || c == mpStr8:
+		if len(b) < 2 {
+			return false
+		}
+		n, h = uint64(b[1]), 2
+	case c == mpBin16 || c == mpStr16:
+		if len(b) < 3 {
+			return false
+		}
+		n, h = uint64(binary.BigEndian.Uint16(b[1:])), 3
+	case c == mpBin32 || c == mpStr32:
+		if len(b) < 5 {
+			return false
+		}
+		n, h = uint64(binary.BigEndian.Uint32(b[1:])), 5
+	default:
+		return false
+	}
+	return uint64(len(b))-h == n
 }
 
 // walkMsgpack checks one non-empty document. owed[i] counts the items

@@ -65,34 +65,40 @@ var afterDecodeHook func(originalSize uint64)
 // readEnvelope runs Retrieve Flow steps 1 to 5: the envelope-size cap, the
 // decode-bounds pre-scan, the strict decode, both size caps, the zero-length
 // check and the ratio bound. Nothing is allocated and nothing decompressed.
-func readEnvelope(env []byte, lim envelopeLimits) (rawEnvelope, error) {
+// A complete envelope of the canonical shape takes the one-pass shortcut,
+// which yields what the pre-scan and the decode would; every other input
+// goes through both, so errors always come from the general reader.
+//
+// The header is stored in *r, which the hot path keeps on its own stack
+// rather than copying a dozen words through each return. On error *r is
+// unspecified.
+func readEnvelope(env []byte, lim envelopeLimits, r *rawEnvelope) error {
 	if uint64(len(env)) > lim.maxEnvelope {
-		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonEnvelopeTooLarge)
+		return envelopeErr(ErrTooLarge, reasonEnvelopeTooLarge)
 	}
-	if err := prescanEnvelope(env); err != nil {
-		return rawEnvelope{}, err
-	}
-	r, err := decodeEnvelope(env)
-	if err != nil {
-		return rawEnvelope{}, err
+	if !decodeCanonicalEnvelope(env, r) {
+		var err error
+		if *r, err = scanAndDecodeEnvelope(env); err != nil {
+			return err
+		}
 	}
 	if h := afterDecodeHook; h != nil {
 		h(r.originalSize)
 	}
 	if r.compressedLen > lim.maxCompressed {
-		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonCompressedTooLarge)
+		return envelopeErr(ErrTooLarge, reasonCompressedTooLarge)
 	}
 	if r.originalSize > lim.maxOriginal {
-		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonOriginalTooLarge)
+		return envelopeErr(ErrTooLarge, reasonOriginalTooLarge)
 	}
 	if r.compressedLen == 0 {
-		return rawEnvelope{}, envelopeErr(ErrMalformed, reasonZeroLength)
+		return envelopeErr(ErrMalformed, reasonZeroLength)
 	}
 	// Both operands are at most 2^29 here, so the product is below 2^39.
 	if r.originalSize > MaxCompressionRatio*r.compressedLen {
-		return rawEnvelope{}, envelopeErr(ErrTooLarge, reasonRatio)
+		return envelopeErr(ErrTooLarge, reasonRatio)
 	}
-	return r, nil
+	return nil
 }
 
 // ParseEnvelope decodes and validates an envelope's structure and limits —
@@ -100,8 +106,8 @@ func readEnvelope(env []byte, lim envelopeLimits) (rawEnvelope, error) {
 // fields. It does not decompress and so does not verify the checksum. Errors
 // are *FormatError values with Op "envelope".
 func ParseEnvelope(env []byte) (Envelope, error) {
-	r, err := readEnvelope(env, defaultEnvelopeLimits)
-	if err != nil {
+	var r rawEnvelope
+	if err := readEnvelope(env, defaultEnvelopeLimits, &r); err != nil {
 		return Envelope{}, err
 	}
 	e := Envelope{
@@ -155,8 +161,8 @@ func OpenEnvelope(dst, env []byte) ([]byte, error) {
 }
 
 func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
-	r, err := readEnvelope(env, lim)
-	if err != nil {
+	var r rawEnvelope
+	if err := readEnvelope(env, lim, &r); err != nil {
 		return dst, err
 	}
 	src := r.compressed
