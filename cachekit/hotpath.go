@@ -164,14 +164,17 @@ func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
 // load finds key's entry, opens it and returns its msgpack payload, which
 // lives in s and is valid until s is returned to the pool.
 func (c *Client) load(ctx context.Context, s *scratch, key string) ([]byte, Tier, error) {
-	payload, tier, _, err := c.loadTTL(ctx, s, key)
+	// The remaining TTL is needed only to bound an L1 backfill: without L1
+	// a plain GET saves Redis a PTTL per read.
+	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
 	return payload, tier, err
 }
 
 // loadTTL is load that also returns, for an entry read from L2, its
-// remaining TTL there (0 for an L1 hit or no expiry). Reliability wraps the
-// L2 round trip only; decrypt and decode run outside it.
-func (c *Client) loadTTL(ctx context.Context, s *scratch, key string) ([]byte, Tier, time.Duration, error) {
+// remaining TTL there (0 for an L1 hit, no expiry, or when withTTL is false
+// and only GET was sent). Reliability wraps the L2 round trip only; decrypt
+// and decode run outside it.
+func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool) ([]byte, Tier, time.Duration, error) {
 	if c.closed.Load() {
 		return nil, "", 0, ErrClosed
 	}
@@ -210,7 +213,11 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string) ([]byte, T
 	var ttl time.Duration
 	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
 		var err error
-		stored, ttl, err = c.l2.GetWithTTL(ctx, c.fullKey(key))
+		if withTTL {
+			stored, ttl, err = c.l2.GetWithTTL(ctx, c.fullKey(key))
+		} else {
+			stored, err = c.l2.Get(ctx, c.fullKey(key))
+		}
 		return err
 	})
 	if errors.Is(err, l2.ErrNotFound) {

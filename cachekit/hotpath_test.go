@@ -2,8 +2,13 @@ package cachekit
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -56,5 +61,75 @@ func TestClientInvalidPrefixFailsEveryEncryptedOp(t *testing.T) {
 	p := newClient(t, Options{L1MaxBytes: 1 << 20, KeyPrefix: "\xffp:"})
 	if err := p.Set(bg, "k", []byte("v")); err != nil {
 		t.Fatalf("plain client: %v", err)
+	}
+}
+
+// cmdRecorder is a go-redis hook that records the names of the commands sent.
+type cmdRecorder struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (r *cmdRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *cmdRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.mu.Lock()
+		r.names = append(r.names, cmd.Name())
+		r.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+func (r *cmdRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.mu.Lock()
+		for _, c := range cmds {
+			r.names = append(r.names, c.Name())
+		}
+		r.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// take returns the data commands recorded since the last call, leaving out
+// the handshake (HELLO, CLIENT) of a newly dialled connection.
+func (r *cmdRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, n := range r.names {
+		if n != "hello" && n != "client" {
+			out = append(out, n)
+		}
+	}
+	r.names = nil
+	return out
+}
+
+// A read from Redis asks for the remaining TTL only when it will backfill L1.
+func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
+	_, rdb := withRedis(t)
+	rec := &cmdRecorder{}
+	rdb.AddHook(rec)
+	for _, withL1 := range []bool{false, true} {
+		opts := Options{Redis: rdb, Encryption: encConfig("")}
+		if withL1 {
+			opts.L1MaxBytes = 1 << 20
+		}
+		c := newClient(t, opts)
+		if err := c.Set(bg, "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		if withL1 {
+			c.l1.Delete("k")
+		}
+		rec.take()
+		if v, err := Get[string](bg, c, "k"); err != nil || v != "v" {
+			t.Fatalf("get: %q %v", v, err)
+		}
+		got := strings.Join(rec.take(), ",")
+		want := map[bool]string{false: "get", true: "get,pttl"}[withL1]
+		if got != want {
+			t.Errorf("L1 %v: sent %q, want %q", withL1, got, want)
+		}
 	}
 }

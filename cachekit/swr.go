@@ -205,7 +205,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 		ver = c.l1.Version(key)
 	}
 	s := getScratch()
-	payload, tier, remaining, err := c.loadTTL(ctx, s, key)
+	payload, tier, remaining, err := c.loadTTL(ctx, s, key, true)
 	if err == nil {
 		if derr := decodeInto(payload, &v); derr != nil {
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: derr}
