@@ -18,6 +18,13 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteByte lets the msgpack encoder use the writer directly instead of
+// wrapping it in a buffered writer of its own (one allocation per encode).
+func (w *appendWriter) WriteByte(b byte) error {
+	w.b = append(w.b, b)
+	return nil
+}
+
 // encode turns a caller's value into the msgpack payload, in s.value.
 // Auto mode uses vmihailenco/msgpack with shortest-width integers (structs
 // become maps keyed by field name or `msgpack` tag). Interop mode writes
