@@ -1,6 +1,10 @@
 package cachekit
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/cachekit-io/cachekit-go/internal/stripe"
+)
 
 // Stats is a snapshot of a Client's counters since New.
 type Stats struct {
@@ -33,10 +37,11 @@ type Stats struct {
 }
 
 type counters struct {
-	l1Hits, l1Misses, l1Rejected, l1OpenFail atomic.Uint64
-	l2Hits, l2Misses, l2Errors, l2OpenFail   atomic.Uint64
-	loads, loadErrors                        atomic.Uint64
-	degraded                                 atomic.Uint64
+	l1Hits                                 stripe.Counter // every L1 hit, from every core
+	l1Misses, l1Rejected, l1OpenFail       atomic.Uint64
+	l2Hits, l2Misses, l2Errors, l2OpenFail atomic.Uint64
+	loads, loadErrors                      atomic.Uint64
+	degraded                               atomic.Uint64
 }
 
 func (s *counters) openFailures(t Tier) *atomic.Uint64 {

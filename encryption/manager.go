@@ -199,7 +199,7 @@ func (m *Manager) open(r *keyring, dst, sealed, aad []byte) ([]byte, int, error)
 		m.stats.failure(err)
 		return nil, 0, err
 	}
-	m.stats.decrypts[i].n.Add(1)
+	m.stats.decrypts[i].Add(1)
 	return out, i, nil
 }
 

@@ -3,6 +3,8 @@ package encryption
 import (
 	"encoding/hex"
 	"sync/atomic"
+
+	"github.com/cachekit-io/cachekit-go/internal/stripe"
 )
 
 // Stats is a snapshot of a Manager's counters and key identity. It holds no
@@ -55,8 +57,8 @@ type paddedCounter struct {
 // counters are a Manager's statistics. Encryptions are not counted here:
 // the nonce counter already counts them, at no extra cost.
 type counters struct {
-	last               atomic.Pointer[keyring] // the derived keyring, kept after Close
-	decrypts           [maxKeyring]paddedCounter
+	last               atomic.Pointer[keyring]    // the derived keyring, kept after Close
+	decrypts           [maxKeyring]stripe.Counter // bumped on every decrypt, from every core
 	authFailures       paddedCounter
 	formatErrors       atomic.Uint64
 	derivationFailures atomic.Uint64
@@ -86,7 +88,7 @@ func (m *Manager) Stats() Stats {
 	s.Closed = m.closed
 	m.mu.Unlock()
 	for i := range s.DecryptsByKey {
-		s.DecryptsByKey[i] = m.stats.decrypts[i].n.Load()
+		s.DecryptsByKey[i] = m.stats.decrypts[i].Load()
 	}
 	if r := m.stats.last.Load(); r != nil {
 		s.KeyringSize = r.size()

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	hot "github.com/cachekit-io/cachekit-go/internal/stripe"
 )
 
 // Cache is an in-process cache of immutable byte slices with per-entry TTLs,
@@ -74,7 +76,10 @@ func New(cfg Config) (*Cache, error) {
 // allocate (ristretto's frequency sampling allocates one 512-byte batch now
 // and then: about one allocation per 200 Gets, amortized).
 func (c *Cache) Get(key string) ([]byte, bool) {
-	sh := c.shardOf(c.keyHash(key))
+	// A Get needs some shard's read lock (Clear and Close take them all),
+	// not the key's: a random one keeps goroutines reading the same hot key
+	// on different cores from contending for one lock word.
+	sh := &c.shards[hot.Index(numShards)]
 	sh.mu.RLock()
 	if c.closed {
 		sh.mu.RUnlock()

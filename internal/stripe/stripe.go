@@ -1,0 +1,58 @@
+// Package stripe provides a counter for hot paths that many goroutines bump
+// at once. A single atomic counter bounces its cache line between cores on
+// every increment; a Counter spreads increments over padded cells picked at
+// random and adds them up only when read. It is internal plumbing for this
+// module's packages, not public API.
+package stripe
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// cells is the number of padded cells per Counter (a power of two).
+const cells = 16
+
+// cell holds one share of the count on a cache line of its own.
+type cell struct {
+	n atomic.Uint64
+	_ [56]byte
+}
+
+// Counter is a uint64 counter safe for concurrent use. The zero value is
+// zero. Add is wait-free; Load sums the cells, so it is exact once writers
+// are quiet and never runs backwards under concurrent Adds.
+type Counter struct {
+	c [cells]cell
+}
+
+// Add adds n to the counter.
+func (c *Counter) Add(n uint64) {
+	c.c[Index(cells)].n.Add(n)
+}
+
+// Load returns the current total.
+func (c *Counter) Load() uint64 {
+	var sum uint64
+	for i := range c.c {
+		sum += c.c[i].n.Load()
+	}
+	return sum
+}
+
+// Index returns an index in [0, n) for callers that stripe their own
+// structures (n must be a power of two). It is derived from the address of
+// the calling goroutine's stack: stable for a goroutine, different for
+// goroutines whose stacks are apart, and a handful of instructions (a
+// random draw costs about ninety). Distinct goroutines can still share an
+// index; that only costs contention, never correctness.
+//
+//go:nosplit
+func Index(n int) int {
+	var probe byte
+	p := uintptr(unsafe.Pointer(&probe))
+	// Stacks start at 8 KiB and are 8 KiB-aligned or larger: skip the
+	// offset within a stack, fold in higher bits for larger stacks.
+	h := p>>13 ^ p>>17 ^ p>>21
+	return int(h & uintptr(n-1))
+}

@@ -1,0 +1,73 @@
+package stripe
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestCounterConcurrentAddsAreExact(t *testing.T) {
+	var c Counter
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10000; i++ {
+				c.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := c.Load(); got != 80000 {
+		t.Fatalf("Load = %d, want 80000", got)
+	}
+	c.Add(5)
+	if got := c.Load(); got != 80005 {
+		t.Fatalf("Load = %d after Add(5), want 80005", got)
+	}
+}
+
+func TestIndexInRangeAndSpreadAcrossGoroutines(t *testing.T) {
+	const goroutines = 64
+	idx := make(chan int, goroutines)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, b := Index(16), Index(16)
+			if a != b {
+				t.Errorf("Index not stable within a goroutine: %d then %d", a, b)
+			}
+			idx <- a
+		}()
+	}
+	wg.Wait()
+	close(idx)
+	seen := map[int]bool{}
+	for x := range idx {
+		if x < 0 || x >= 16 {
+			t.Fatalf("Index(16) = %d", x)
+		}
+		seen[x] = true
+	}
+	if len(seen) < 8 {
+		t.Fatalf("%d goroutines landed on only %d of 16 cells", goroutines, len(seen))
+	}
+}
+
+func TestAddAllocatesNothing(t *testing.T) {
+	var c Counter
+	if n := testing.AllocsPerRun(100, func() { c.Add(1) }); n != 0 {
+		t.Fatalf("Add allocated %.0f times", n)
+	}
+}
+
+func BenchmarkCounterAddParallel(b *testing.B) {
+	var c Counter
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Add(1)
+		}
+	})
+}
