@@ -11,7 +11,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
 
 // collect returns every data point of the reader as "name{attrs}" -> value.
@@ -101,52 +100,18 @@ func TestMetricsRecorded(t *testing.T) {
 
 // The hot-path budget holds with an explicit no-op MeterProvider too.
 func TestAllocsEncryptedAppendValueL1HitNoopMetrics(t *testing.T) {
-	if testenv.RaceEnabled {
-		t.Skip("allocation budgets are asserted without -race")
-	}
-	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: noop.NewMeterProvider()})
+	c := assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: noop.NewMeterProvider()})
 	if c.met == nil {
 		t.Fatal("metrics not set up with an explicit provider")
-	}
-	val := makeBytes(100)
-	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	dst := make([]byte, 0, 128)
-	var out []byte
-	var err error
-	allocs := testing.AllocsPerRun(200, func() {
-		out, err = c.AppendValue(bg, dst[:0], "k")
-	})
-	if err != nil || !bytes.Equal(out, val) {
-		t.Fatalf("AppendValue: %v", err)
-	}
-	if allocs != 0 {
-		t.Fatalf("encrypted L1 hit with no-op metrics allocated %.1f times per call, budget 0", allocs)
 	}
 }
 
 // With the OpenTelemetry SDK recording, the L1 hit stays allocation-free:
 // counters and histograms record with prebuilt attribute sets.
 func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
-	if testenv.RaceEnabled {
-		t.Skip("allocation budgets are asserted without -race")
-	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp})
-	val := makeBytes(100)
-	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	dst := make([]byte, 0, 128)
-	_, _ = c.AppendValue(bg, dst[:0], "k") // first recording creates the series
-	allocs := testing.AllocsPerRun(200, func() {
-		_, _ = c.AppendValue(bg, dst[:0], "k")
-	})
-	if allocs != 0 {
-		t.Fatalf("encrypted L1 hit with SDK metrics allocated %.1f times per call, budget 0", allocs)
-	}
+	assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp})
 }
 
 func BenchmarkGetL1HitMetrics(b *testing.B) {
