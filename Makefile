@@ -11,8 +11,8 @@ STATICCHECK_VERSION ?= v0.8.2
 test:
 	./scripts/ensure-redis
 	$(GO) test -race -count=1 $(PKGS)
-	@echo "== allocation budgets (without -race, where sync.Pool keeps its items)"
-	$(GO) test -count=1 -run 'Alloc' $(PKGS)
+	@echo "== tests that run only without -race: allocation budgets, TinyLFU admission (sync.Pool keeps its items)"
+	$(GO) test -count=1 -run 'Alloc|Admission' $(PKGS)
 
 ## test-short: the fast unit tests only (no redis-server needed).
 test-short:
