@@ -208,11 +208,13 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(s *scratch) {
+	// The buffers held decrypted bytes: wipe what was used, whether the
+	// buffers go back to the pool or to the garbage collector.
+	clear(s.plain)
+	clear(s.value)
 	if cap(s.plain) > maxPooled || cap(s.value) > maxPooled || cap(s.aad) > maxPooled {
 		return
 	}
-	clear(s.plain) // pooled buffers held decrypted bytes: wipe what was used
-	clear(s.value)
 	s.aad, s.plain, s.value = s.aad[:0], s.plain[:0], s.value[:0]
 	scratchPool.Put(s)
 }

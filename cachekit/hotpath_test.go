@@ -133,3 +133,16 @@ func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
 		}
 	}
 }
+
+// Scratch buffers held decrypted bytes: putScratch wipes them, also when
+// they are too large to pool and go to the garbage collector instead.
+func TestPutScratchWipesDecryptedBytes(t *testing.T) {
+	for _, size := range []int{64, maxPooled + 1} {
+		s := &scratch{plain: bytes.Repeat([]byte{0xAA}, size), value: bytes.Repeat([]byte{0xBB}, size)}
+		plain, value := s.plain, s.value
+		putScratch(s)
+		if bytes.ContainsAny(plain, "\xaa") || bytes.ContainsAny(value, "\xbb") {
+			t.Errorf("size %d: scratch still holds the decrypted bytes after putScratch", size)
+		}
+	}
+}
