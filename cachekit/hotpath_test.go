@@ -141,7 +141,7 @@ func TestPutScratchWipesDecryptedBytes(t *testing.T) {
 		s := &scratch{plain: bytes.Repeat([]byte{0xAA}, size), value: bytes.Repeat([]byte{0xBB}, size)}
 		plain, value := s.plain, s.value
 		putScratch(s)
-		if bytes.ContainsAny(plain, "\xaa") || bytes.ContainsAny(value, "\xbb") {
+		if bytes.IndexByte(plain, 0xAA) >= 0 || bytes.IndexByte(value, 0xBB) >= 0 {
 			t.Errorf("size %d: scratch still holds the decrypted bytes after putScratch", size)
 		}
 	}
