@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-
 )
 
 // collect returns every data point of the reader as "name{attrs}" -> value.
