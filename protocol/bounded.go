@@ -115,20 +115,36 @@ var deepTrackers = sync.Pool{New: func() any { return new(deepTracker) }}
 // (truncated, trailing bytes, 0xc1), ErrTooLarge (depth, declared lengths,
 // input size) or ErrPythonFrame (the input is a cachekit-py CK frame).
 func CheckMsgpack(b []byte, lim DecodeLimits) error {
-	maxDepth, maxBytes := lim.effective()
-	switch {
-	case len(b) == 0:
-		return errEmptyInput
-	case len(b) > maxBytes:
-		return errInputTooLong
-	case len(b) >= 2 && b[0] == 'C' && b[1] == 'K':
-		// 0x43 alone is the complete document 67, so a CK frame could only
-		// ever fail as "trailing bytes"; name its writer instead.
-		return errCKFrame
+	maxDepth, err := checkPrelude(b, lim)
+	if err != nil {
+		return err
 	}
 	if wholeBytesItem(b) {
 		return nil
 	}
+	return walkDocument(b, maxDepth)
+}
+
+// checkPrelude applies the checks that come before any walk (empty input,
+// the size limit, a CK frame) and returns the effective depth limit.
+func checkPrelude(b []byte, lim DecodeLimits) (int, error) {
+	maxDepth, maxBytes := lim.effective()
+	switch {
+	case len(b) == 0:
+		return 0, errEmptyInput
+	case len(b) > maxBytes:
+		return 0, errInputTooLong
+	case len(b) >= 2 && b[0] == 'C' && b[1] == 'K':
+		// 0x43 alone is the complete document 67, so a CK frame could only
+		// ever fail as "trailing bytes"; name its writer instead.
+		return 0, errCKFrame
+	}
+	return maxDepth, nil
+}
+
+// walkDocument runs the full structural walk, with depth tracking on the
+// stack for shallow documents and pooled state for deep ones.
+func walkDocument(b []byte, maxDepth int) error {
 	var shallow [shallowDepth]uint64
 	deep, err := walkMsgpack(b, maxDepth, shallow[:])
 	if deep != nil {

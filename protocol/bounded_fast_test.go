@@ -12,21 +12,11 @@ import (
 
 // walkVerdict is CheckMsgpack without the shortcut.
 func walkVerdict(b []byte, lim DecodeLimits) error {
-	maxDepth, maxBytes := lim.effective()
-	switch {
-	case len(b) == 0:
-		return errEmptyInput
-	case len(b) > maxBytes:
-		return errInputTooLong
-	case len(b) >= 2 && b[0] == 'C' && b[1] == 'K':
-		return errCKFrame
+	maxDepth, err := checkPrelude(b, lim)
+	if err != nil {
+		return err
 	}
-	var shallow [shallowDepth]uint64
-	deep, err := walkMsgpack(b, maxDepth, shallow[:])
-	if deep != nil {
-		deepTrackers.Put(deep)
-	}
-	return err
+	return walkDocument(b, maxDepth)
 }
 
 // checkBytesShortcut asserts the property on b and reports whether the
