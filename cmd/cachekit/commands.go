@@ -44,26 +44,23 @@ var cmdGet = &command{
 	},
 	minArgs: 1, maxArgs: 1,
 	run: func(ctx context.Context, e *env, g *globalFlags, args []string) error {
-		c, err := openClient(g, e.getenv, true)
-		if err != nil {
+		return withClient(g, e.getenv, true, func(c *cachekit.Client) error {
+			var raw rawValue
+			if err := c.Get(ctx, args[0], &raw); err != nil {
+				return explainEntry(ctx, c, args[0], err)
+			}
+			if len(raw.b) == 0 {
+				// The client checked the payload is exactly one document; its
+				// decoder hands an Unmarshaler nothing for msgpack nil.
+				raw.b = []byte{0xc0}
+			}
+			v, err := protocol.DecodeMsgpack(raw.b, protocol.DefaultDecodeLimits)
+			if err != nil {
+				return integrityErrorf("stored value is not readable msgpack: %v", err)
+			}
+			_, err = e.stdout.Write(append(appendJSON(nil, v), '\n'))
 			return err
-		}
-		defer c.Close()
-		var raw rawValue
-		if err := c.Get(ctx, args[0], &raw); err != nil {
-			return explainEntry(ctx, c, args[0], err)
-		}
-		if len(raw.b) == 0 {
-			// The client checked the payload is exactly one document; its
-			// decoder hands an Unmarshaler nothing for msgpack nil.
-			raw.b = []byte{0xc0}
-		}
-		v, err := protocol.DecodeMsgpack(raw.b, protocol.DefaultDecodeLimits)
-		if err != nil {
-			return integrityErrorf("stored value is not readable msgpack: %v", err)
-		}
-		_, err = e.stdout.Write(append(appendJSON(nil, v), '\n'))
-		return err
+		})
 	},
 }
 
@@ -104,12 +101,9 @@ var cmdSet = &command{
 		if _, err := protocol.NormalizeTTL(g.ttl); err != nil {
 			return usageErrorf("set: --ttl must be between 1s and 720h")
 		}
-		c, err := openClient(g, e.getenv, true)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return c.SetWithTTL(ctx, args[0], v, g.ttl)
+		return withClient(g, e.getenv, true, func(c *cachekit.Client) error {
+			return c.SetWithTTL(ctx, args[0], v, g.ttl)
+		})
 	},
 }
 
@@ -121,22 +115,19 @@ var cmdDel = &command{
 	examples: []string{"cachekit del user:42", "cachekit del user:42 --prefix myapp:"},
 	minArgs:  1, maxArgs: 1,
 	run: func(ctx context.Context, e *env, g *globalFlags, args []string) error {
-		c, err := openClient(g, e.getenv, false)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ok, err := c.Exists(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if err := c.Delete(ctx, args[0]); err != nil {
-			return err
-		}
-		if !ok {
-			return errNotFound
-		}
-		return nil
+		return withClient(g, e.getenv, false, func(c *cachekit.Client) error {
+			ok, err := c.Exists(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.Delete(ctx, args[0]); err != nil {
+				return err
+			}
+			if !ok {
+				return errNotFound
+			}
+			return nil
+		})
 	},
 }
 
@@ -148,20 +139,17 @@ var cmdExists = &command{
 	examples: []string{"cachekit exists user:42 && echo cached"},
 	minArgs:  1, maxArgs: 1,
 	run: func(ctx context.Context, e *env, g *globalFlags, args []string) error {
-		c, err := openClient(g, e.getenv, false)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ok, err := c.Exists(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout, ok)
-		if !ok {
-			return &exitError{code: exitNotFound, msg: "not found"}
-		}
-		return nil
+		return withClient(g, e.getenv, false, func(c *cachekit.Client) error {
+			ok, err := c.Exists(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, ok)
+			if !ok {
+				return &exitError{code: exitNotFound, msg: "not found"}
+			}
+			return nil
+		})
 	},
 }
 
@@ -174,21 +162,18 @@ var cmdTTL = &command{
 	examples: []string{"cachekit ttl user:42"},
 	minArgs:  1, maxArgs: 1,
 	run: func(ctx context.Context, e *env, g *globalFlags, args []string) error {
-		c, err := openClient(g, e.getenv, false)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		d, err := c.TTL(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if d == 0 {
-			fmt.Fprintln(e.stdout, "none")
+		return withClient(g, e.getenv, false, func(c *cachekit.Client) error {
+			d, err := c.TTL(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if d == 0 {
+				fmt.Fprintln(e.stdout, "none")
+				return nil
+			}
+			fmt.Fprintln(e.stdout, d.Round(time.Second))
 			return nil
-		}
-		fmt.Fprintln(e.stdout, d.Round(time.Second))
-		return nil
+		})
 	},
 }
 

@@ -61,6 +61,16 @@ func wipe(cfg *encryption.Config) {
 	}
 }
 
+// withClient opens the client for one command, runs fn with it and closes it.
+func withClient(g *globalFlags, getenv func(string) string, withKeys bool, fn func(*cachekit.Client) error) error {
+	c, err := openClient(g, getenv, withKeys)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
 // openClient builds the cachekit.Client every data command goes through, so
 // the tool reads and writes exactly what the library does. There is no L1:
 // each invocation is a fresh process and must see Redis. Library warnings are
