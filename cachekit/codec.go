@@ -3,6 +3,7 @@ package cachekit
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -62,19 +63,33 @@ func (c *Client) encode(s *scratch, value any) ([]byte, error) {
 	return out, nil
 }
 
+// msgpackWriter is a pooled encoder bound to its own appendWriter, so an
+// encode neither allocates the writer nor re-wraps it.
+type msgpackWriter struct {
+	w   appendWriter
+	enc *msgpack.Encoder
+}
+
+var msgpackWriters = sync.Pool{New: func() any {
+	mw := new(msgpackWriter)
+	mw.enc = msgpack.NewEncoder(&mw.w)
+	mw.enc.UseCompactInts(true)
+	return mw
+}}
+
 // appendMsgpack appends the msgpack encoding of value to dst, integers in
 // their shortest width.
 func appendMsgpack(dst []byte, value any) ([]byte, error) {
-	w := appendWriter{b: dst}
-	enc := msgpack.GetEncoder()
-	enc.Reset(&w)
-	enc.UseCompactInts(true)
-	err := enc.Encode(value)
-	msgpack.PutEncoder(enc)
+	mw := msgpackWriters.Get().(*msgpackWriter)
+	mw.w.b = dst
+	err := mw.enc.Encode(value)
+	out := mw.w.b
+	mw.w.b = nil
+	msgpackWriters.Put(mw)
 	if err != nil {
 		return nil, fmt.Errorf("cachekit: encode value: %w", err)
 	}
-	return w.b, nil
+	return out, nil
 }
 
 // decodeInto decodes a checked msgpack payload into dst.

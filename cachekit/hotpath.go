@@ -107,6 +107,9 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 		}
 		return c.l2.SetPublish(ctx, full, stored, ttl, c.inv.channel, c.publishMsg(key))
 	})
+	if err == nil {
+		return nil
+	}
 	var be *BackendError
 	if errors.As(err, &be) && be.Op == "publish" {
 		c.inv.publishFailures.Add(1)

@@ -34,16 +34,37 @@ type Cache struct {
 	testHookLocked func()
 }
 
-// entry is what ristretto stores: the caller's bytes plus the bookkeeping
-// that read-your-write and the injectable clock need.
+// entry is what ristretto stores: the current value plus the bookkeeping
+// that read-your-write, in-place rewrites and the injectable clock need.
 type entry struct {
-	val []byte
-	// exp is the expiry instant in Config.Clock's time (Unix nanoseconds);
-	// unused without a Clock.
-	exp int64
+	// cur is the value Get returns. A rewrite of a cached key may swap it
+	// (see rewrite); it points at first until then.
+	cur atomic.Pointer[stored]
+	// first is the value the entry was created with.
+	first stored
+	// cost is what ristretto charged for the entry.
+	cost int64
+	// deadline is when ristretto expires the entry (Unix nanoseconds,
+	// time.Now's clock), an upper bound recorded after ristretto accepted
+	// it; 0 until then.
+	deadline atomic.Int64
 	// rejected is set by ristretto's OnReject callback when admission
 	// turned the entry away.
 	rejected atomic.Bool
+}
+
+// stored is one byte slice with its expiry in Config.Clock's time
+// (Unix nanoseconds; unused without a Clock).
+type stored struct {
+	val []byte
+	exp int64
+}
+
+// newEntry returns an entry holding v, charged cost.
+func newEntry(v stored, cost int64) *entry {
+	e := &entry{first: v, cost: cost}
+	e.cur.Store(&e.first)
+	return e
 }
 
 // New returns an empty Cache. It fails with a *ConfigError when cfg is
@@ -87,12 +108,17 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	}
 	e, ok := c.rc.Get(key)
 	sh.mu.RUnlock()
-	if !ok || e == nil || c.expired(e) {
+	if !ok || e == nil {
+		sh.misses.Add(1)
+		return nil, false
+	}
+	v := e.cur.Load()
+	if c.expired(v) {
 		sh.misses.Add(1)
 		return nil, false
 	}
 	sh.hits.Add(1)
-	return e.val, true
+	return v.val, true
 }
 
 // Set stores val under key for ttl (shortened by the configured jitter) and
@@ -105,6 +131,12 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 // from the cache (any older value is gone): admission rejected val (counted
 // in Stats.Rejected), ristretto's write buffer was full (Stats.Dropped),
 // ttl was not positive, or the cache is closed.
+//
+// A Set of a key the cache already holds may replace the value in place and
+// keep the entry's expiry, when that expiry lies between three quarters of
+// ttl and ttl from now and the new value is no longer than the old one (nor
+// under half its length); Stats counts these as Rewrites. The entry never
+// outlives ttl either way.
 func (c *Cache) Set(key string, val []byte, ttl time.Duration) bool {
 	return c.write(key, val, ttl, 0, false)
 }
@@ -201,11 +233,16 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 		c.rc.Del(key) // never leave an older value behind a failed write
 		return false
 	}
+	limit := ttl
 	ttl = c.cfg.jittered(ttl)
-	e := &entry{val: val}
+	v := stored{val: val}
 	if c.cfg.clock != nil {
-		e.exp = c.cfg.clock().Add(ttl).UnixNano()
+		v.exp = c.cfg.clock().Add(ttl).UnixNano()
 	}
+	if c.rewrite(key, v, cost, limit, ttl) {
+		return true
+	}
+	e := newEntry(v, cost)
 	if !c.rc.SetWithTTL(key, e, cost, ttl) {
 		// Only a new key can be dropped, so nothing older is left behind.
 		c.ctr.dropped.Add(1)
@@ -213,16 +250,47 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 	}
 	if _, visible := c.rc.GetTTL(key); visible {
 		// Updated in place, or already admitted by the buffer goroutine.
+		e.deadline.Store(time.Now().Add(ttl).UnixNano())
 		return true
 	}
 	c.rc.Wait()
-	return !e.rejected.Load()
+	if e.rejected.Load() {
+		return false
+	}
+	e.deadline.Store(time.Now().Add(ttl).UnixNano())
+	return true
+}
+
+// rewrite stores v in the entry already cached for key, without going
+// through ristretto, when that is indistinguishable from a full write:
+// ristretto expires the entry no later than limit (the caller's TTL) from
+// now and no sooner than three quarters of ttl (the jittered TTL a full
+// write would use), and the entry's charged cost covers v and is at most
+// twice v's. A full write of an existing key costs ristretto a hand-off to
+// its policy goroutine, which on a busy machine means waking a thread on
+// every Set of a hot key; a rewrite is a lookup and an atomic store. The
+// caller holds the key's stripe lock.
+func (c *Cache) rewrite(key string, v stored, cost int64, limit, ttl time.Duration) bool {
+	e, ok := c.rc.Get(key)
+	if !ok || e == nil || cost > e.cost || 2*cost < e.cost {
+		return false
+	}
+	left := time.Duration(e.deadline.Load() - time.Now().UnixNano())
+	if left > limit || left < ttl/4*3 {
+		return false
+	}
+	if c.expired(e.cur.Load()) {
+		return false // the injected clock has expired it already
+	}
+	e.cur.Store(&v)
+	c.ctr.rewrites.Add(1)
+	return true
 }
 
 // expired applies the injected clock, if any. Without one, ristretto's own
 // expiry (on time.Now) is authoritative and already applied by Get.
-func (c *Cache) expired(e *entry) bool {
-	return c.cfg.clock != nil && c.cfg.clock().UnixNano() >= e.exp
+func (c *Cache) expired(v *stored) bool {
+	return c.cfg.clock != nil && c.cfg.clock().UnixNano() >= v.exp
 }
 
 // lockAll takes every shard write lock, in index order.

@@ -29,6 +29,13 @@
 // Close are atomic with respect to the other operations. After Close, Get
 // misses, writes return false and Close is a no-op.
 //
+// Rewrites: a Set of a key already cached replaces the value inside the
+// existing entry, without a round through ristretto's policy goroutine, when
+// the entry's expiry lies within [3/4 ttl, ttl] from now and the charged
+// cost still covers the new value (see Cache.Set). Rewriting a hot key thus
+// costs no goroutine hand-off; an entry never outlives the TTL of the write
+// that produced its value.
+//
 // # Time
 //
 // TTLs are ristretto's, measured with time.Now; TTLJitter shortens each by a

@@ -13,7 +13,7 @@ func expiryOf(t *testing.T, c *Cache, key string) time.Time {
 	if !ok {
 		t.Fatal("entry missing")
 	}
-	return time.Unix(0, e.exp)
+	return time.Unix(0, e.cur.Load().exp)
 }
 
 func TestJitterFractions(t *testing.T) {

@@ -20,6 +20,9 @@ type Stats struct {
 	// key colder than what it would displace, or the value alone exceeds
 	// MaxBytes.
 	Rejected uint64
+	// Rewrites counts the Sets among them that replaced the value of an
+	// entry already cached in place, keeping its expiry (see Set).
+	Rewrites uint64
 	// Dropped counts writes of new keys that ristretto's write buffer
 	// could not take (sustained write contention).
 	Dropped uint64
@@ -41,6 +44,7 @@ type Stats struct {
 // the shards instead.
 type counters struct {
 	sets        atomic.Uint64
+	rewrites    atomic.Uint64
 	rejected    atomic.Uint64
 	dropped     atomic.Uint64
 	stale       atomic.Uint64
@@ -52,6 +56,7 @@ type counters struct {
 func (c *Cache) Stats() Stats {
 	st := Stats{
 		Sets:        c.ctr.sets.Load(),
+		Rewrites:    c.ctr.rewrites.Load(),
 		Rejected:    c.ctr.rejected.Load(),
 		Dropped:     c.ctr.dropped.Load(),
 		Stale:       c.ctr.stale.Load(),
