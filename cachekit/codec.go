@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/cachekit-io/cachekit-go/internal/structdec"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -96,6 +97,12 @@ func appendMsgpack(dst []byte, value any) ([]byte, error) {
 func decodeInto(payload []byte, dst any) error {
 	if dst == nil {
 		return errors.New("cachekit: decode: nil destination")
+	}
+	// Struct destinations of the common shapes decode without msgpack's
+	// reflection; structdec reports false for everything else, and for
+	// anything it is unsure of, leaving it to Unmarshal with the same result.
+	if structdec.Decode(payload, dst) {
+		return nil
 	}
 	if err := msgpack.Unmarshal(payload, dst); err != nil {
 		return fmt.Errorf("cachekit: decode value: %w", err)
