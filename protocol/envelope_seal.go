@@ -70,9 +70,18 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	// Compress behind the widest bin header the bound allows, then slide the
 	// block down if the real length needs a shorter header.
 	reserved := 1 + binHeaderLen(lzBound)
-	c := compressors.Get().(*lz4.Compressor)
-	m, err := c.CompressBlock(original, work[reserved:reserved+lzBound])
-	compressors.Put(c)
+	// Originals up to 64 KiB, nearly every cached value, go through the
+	// compressor sized for them (lz4_compress.go); larger ones through
+	// pierrec's.
+	var m int
+	var err error
+	if len(original) <= lz4SmallMax {
+		m = lz4CompressSmall(work[reserved:reserved+lzBound], original)
+	} else {
+		c := compressors.Get().(*lz4.Compressor)
+		m, err = c.CompressBlock(original, work[reserved:reserved+lzBound])
+		compressors.Put(c)
+	}
 	if err != nil || m <= 0 {
 		// Unreachable with a full-bound destination; refuse rather than
 		// emit an empty block no reader accepts.
