@@ -17,6 +17,9 @@ type Cache struct {
 	rc   *ristretto.Cache[string, *entry]
 	cfg  settings
 	seed maphash.Seed
+	// epoch anchors expiry times without a Clock: they are monotonic
+	// nanoseconds since epoch, one clock read cheaper than time.Now.
+	epoch time.Time
 
 	// closed is written only with every shard write lock held and read
 	// only with a shard read lock held.
@@ -44,17 +47,12 @@ type entry struct {
 	first stored
 	// cost is what ristretto charged for the entry.
 	cost int64
-	// deadline is when ristretto expires the entry (Unix nanoseconds,
-	// time.Now's clock), an upper bound recorded after ristretto accepted
-	// it; 0 until then.
-	deadline atomic.Int64
 	// rejected is set by ristretto's OnReject callback when admission
 	// turned the entry away.
 	rejected atomic.Bool
 }
 
-// stored is one byte slice with its expiry in Config.Clock's time
-// (Unix nanoseconds; unused without a Clock).
+// stored is one byte slice with its expiry (see Cache.now).
 type stored struct {
 	val []byte
 	exp int64
@@ -74,7 +72,7 @@ func New(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{cfg: s, seed: maphash.MakeSeed()}
+	c := &Cache{cfg: s, seed: maphash.MakeSeed(), epoch: time.Now()}
 	rc, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters:        s.numCounters,
 		MaxCost:            s.maxBytes,
@@ -113,8 +111,9 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 		return nil, false
 	}
 	v := e.cur.Load()
-	if c.expired(v) {
+	if c.now() >= v.exp {
 		sh.misses.Add(1)
+		c.ctr.expirations.Add(1)
 		return nil, false
 	}
 	sh.hits.Add(1)
@@ -132,11 +131,9 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 // in Stats.Rejected), ristretto's write buffer was full (Stats.Dropped),
 // ttl was not positive, or the cache is closed.
 //
-// A Set of a key the cache already holds may replace the value in place and
-// keep the entry's expiry, when that expiry lies between three quarters of
-// ttl and ttl from now and the new value is no longer than the old one (nor
-// under half its length); Stats counts these as Rewrites. The entry never
-// outlives ttl either way.
+// A Set of a key the cache already holds replaces the value inside the
+// existing entry when the new value is no longer than the one the entry
+// was charged for, nor under half of it; Stats counts these as Rewrites.
 func (c *Cache) Set(key string, val []byte, ttl time.Duration) bool {
 	return c.write(key, val, ttl, 0, false)
 }
@@ -233,64 +230,52 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 		c.rc.Del(key) // never leave an older value behind a failed write
 		return false
 	}
-	limit := ttl
 	ttl = c.cfg.jittered(ttl)
-	v := stored{val: val}
-	if c.cfg.clock != nil {
-		v.exp = c.cfg.clock().Add(ttl).UnixNano()
-	}
-	if c.rewrite(key, v, cost, limit, ttl) {
+	v := stored{val: val, exp: c.now() + int64(ttl)}
+	if c.rewrite(key, v, cost) {
 		return true
 	}
 	e := newEntry(v, cost)
-	if !c.rc.SetWithTTL(key, e, cost, ttl) {
+	// No TTL for ristretto: expiry is v.exp, checked by Get, which spares
+	// every hit ristretto's time.Now. An expired entry is reclaimed when
+	// the key is written again or when eviction picks it.
+	if !c.rc.Set(key, e, cost) {
 		// Only a new key can be dropped, so nothing older is left behind.
 		c.ctr.dropped.Add(1)
 		return false
 	}
 	if _, visible := c.rc.GetTTL(key); visible {
 		// Updated in place, or already admitted by the buffer goroutine.
-		e.deadline.Store(time.Now().Add(ttl).UnixNano())
 		return true
 	}
 	c.rc.Wait()
-	if e.rejected.Load() {
-		return false
-	}
-	e.deadline.Store(time.Now().Add(ttl).UnixNano())
-	return true
+	return !e.rejected.Load()
 }
 
 // rewrite stores v in the entry already cached for key, without going
-// through ristretto, when that is indistinguishable from a full write:
-// ristretto expires the entry no later than limit (the caller's TTL) from
-// now and no sooner than three quarters of ttl (the jittered TTL a full
-// write would use), and the entry's charged cost covers v and is at most
-// twice v's. A full write of an existing key costs ristretto a hand-off to
-// its policy goroutine, which on a busy machine means waking a thread on
-// every Set of a hot key; a rewrite is a lookup and an atomic store. The
-// caller holds the key's stripe lock.
-func (c *Cache) rewrite(key string, v stored, cost int64, limit, ttl time.Duration) bool {
+// through ristretto, when the entry's charged cost covers v and is at most
+// twice v's (so ristretto's accounting stays an upper bound within a factor
+// of two). The value carries its own expiry, so nothing else differs from
+// a full write, which for an existing key costs ristretto a hand-off to its
+// policy goroutine: on a busy machine, a thread wake-up per Set of a hot
+// key. The caller holds the key's stripe lock.
+func (c *Cache) rewrite(key string, v stored, cost int64) bool {
 	e, ok := c.rc.Get(key)
 	if !ok || e == nil || cost > e.cost || 2*cost < e.cost {
 		return false
-	}
-	left := time.Duration(e.deadline.Load() - time.Now().UnixNano())
-	if left > limit || left < ttl/4*3 {
-		return false
-	}
-	if c.expired(e.cur.Load()) {
-		return false // the injected clock has expired it already
 	}
 	e.cur.Store(&v)
 	c.ctr.rewrites.Add(1)
 	return true
 }
 
-// expired applies the injected clock, if any. Without one, ristretto's own
-// expiry (on time.Now) is authoritative and already applied by Get.
-func (c *Cache) expired(v *stored) bool {
-	return c.cfg.clock != nil && c.cfg.clock().UnixNano() >= v.exp
+// now is the time expiry is measured in: Config.Clock's Unix nanoseconds
+// when a Clock is set, else monotonic nanoseconds since the cache was made.
+func (c *Cache) now() int64 {
+	if c.cfg.clock != nil {
+		return c.cfg.clock().UnixNano()
+	}
+	return int64(time.Since(c.epoch))
 }
 
 // lockAll takes every shard write lock, in index order.

@@ -31,9 +31,8 @@ type Config struct {
 	TTLJitter float64
 
 	// Clock, when set, decides expiry: an entry is a miss once Clock() has
-	// reached its expiry time. Meant for tests; the real-time TTL handed to
-	// ristretto still reclaims memory. default: nil (ristretto's own
-	// time.Now-based expiry is the only check).
+	// reached its expiry time. Meant for tests. default: nil (the monotonic
+	// clock, read once per Get).
 	Clock func() time.Time
 
 	// Rand, when set, supplies the jitter fractions; it must return values

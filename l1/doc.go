@@ -31,23 +31,24 @@
 //
 // Rewrites: a Set of a key already cached replaces the value inside the
 // existing entry, without a round through ristretto's policy goroutine, when
-// the entry's expiry lies within [3/4 ttl, ttl] from now and the charged
-// cost still covers the new value (see Cache.Set). Rewriting a hot key thus
-// costs no goroutine hand-off; an entry never outlives the TTL of the write
-// that produced its value.
+// the cost ristretto charged for the entry still covers the new value (see
+// Cache.Set). Rewriting a hot key thus costs no goroutine hand-off.
 //
 // # Time
 //
-// TTLs are ristretto's, measured with time.Now; TTLJitter shortens each by a
-// random fraction to spread expirations. An injected Clock additionally
-// decides expiry, for deterministic tests. Ristretto reclaims expired memory
-// in a background sweep every few seconds; an expired entry is a miss
-// immediately.
+// Each value carries its own expiry, its TTL (shortened by a random fraction
+// of up to TTLJitter, to spread expirations) after the write, on the
+// monotonic clock (or an injected Clock, for deterministic tests); Get
+// checks it with one clock read and misses from that instant on. Ristretto
+// is given no TTL, which keeps its per-Get time.Now (two clock reads) off
+// the hit path. An expired entry keeps its place, charged against
+// MaxBytes, until the key is written again (the client's next read of it
+// from L2 does that) or eviction picks it: expired data is never returned,
+// and the budget stays bounded.
 //
 // # Limits
 //
-// An entry updated at the moment ristretto's sweep reclaims its expired
-// predecessor, or evicts it, may be lost: the next Get misses (it never
-// returns an older value). Key strings and ristretto's own bookkeeping are
-// not charged against MaxBytes.
+// An entry updated at the moment ristretto evicts it may be lost: the next
+// Get misses (it never returns an older value). Key strings and ristretto's
+// own bookkeeping are not charged against MaxBytes.
 package l1

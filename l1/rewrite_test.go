@@ -5,16 +5,6 @@ import (
 	"time"
 )
 
-// remaining returns ristretto's own remaining TTL for key.
-func remaining(tb testing.TB, c *Cache, key string) time.Duration {
-	tb.Helper()
-	d, ok := c.rc.GetTTL(key)
-	if !ok {
-		tb.Fatal("entry missing from ristretto")
-	}
-	return d
-}
-
 func TestRewriteOfHotKeyStaysInPlace(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 1 << 20})
 	v1, v2, v3 := value(1, 100), value(2, 100), value(3, 60)
@@ -42,36 +32,27 @@ func TestRewriteOfHotKeyStaysInPlace(t *testing.T) {
 	}
 }
 
-func TestRewriteRefusedWhenItWouldChangeTheContract(t *testing.T) {
-	cases := []struct {
+func TestRewriteRefusedWhenTheChargeWouldNotFit(t *testing.T) {
+	for _, tc := range []struct {
 		name   string
-		first  int // value length and TTL of the write that creates the entry
-		ttl1   time.Duration
 		second int
-		ttl2   time.Duration
 	}{
-		{"longer value", 100, time.Hour, 101, time.Hour},
-		{"under half the charge", 100, time.Hour, 49, time.Hour},
-		{"shorter TTL than the entry has left", 100, time.Hour, 100, time.Minute},
-		{"entry has under three quarters of the new TTL left", 100, time.Minute, 100, 2 * time.Minute},
-	}
-	for _, tc := range cases {
+		{"longer value", 101},
+		{"under half the charge", 49},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, Config{MaxBytes: 1 << 20})
-			if !c.Set("k", value(1, tc.first), tc.ttl1) {
+			if !c.Set("k", value(1, 100), time.Hour) {
 				t.Fatal("first Set returned false")
 			}
 			before := c.Stats().Rewrites
 			v := value(2, tc.second)
-			if !c.Set("k", v, tc.ttl2) {
+			if !c.Set("k", v, time.Hour) {
 				t.Fatal("second Set returned false")
 			}
 			mustGet(t, c, "k", v)
 			if got := c.Stats().Rewrites; got != before {
 				t.Fatalf("Rewrites = %d, want %d: this write must go through ristretto", got, before)
-			}
-			if left := remaining(t, c, "k"); left > tc.ttl2 {
-				t.Fatalf("entry expires in %v, after the TTL %v of the write", left, tc.ttl2)
 			}
 			c.rc.Wait() // ristretto applies an update's cost on its policy goroutine
 			if got := c.Stats().CostBytes; got != int64(tc.second) {
@@ -81,42 +62,61 @@ func TestRewriteRefusedWhenItWouldChangeTheContract(t *testing.T) {
 	}
 }
 
-func TestRewriteNeverOutlivesItsTTL(t *testing.T) {
-	// An entry with about 260ms left takes a rewrite with a 300ms TTL (left
-	// within [225ms, 300ms]) and keeps its expiry, which is inside 300ms. A
-	// loaded machine can overshoot the window; then try again with a new key.
+func TestRewriteCarriesItsOwnTTL(t *testing.T) {
+	// A rewrite with a shorter TTL than the entry had expires by the new
+	// TTL; one with a longer TTL lives the new TTL.
+	clk := newFakeClock()
+	c := newCache(t, Config{MaxBytes: 1 << 20, Clock: clk.Now})
+	c.Set("short", value(1, 100), time.Hour)
+	c.Set("long", value(1, 100), time.Minute)
+	vs, vl := value(2, 100), value(3, 100)
+	c.Set("short", vs, time.Minute)
+	c.Set("long", vl, time.Hour)
+	if got := c.Stats().Rewrites; got != 2 {
+		t.Fatalf("Rewrites = %d, want 2; the test needs both", got)
+	}
+	clk.Advance(time.Minute - time.Nanosecond)
+	mustGet(t, c, "short", vs)
+	clk.Advance(time.Nanosecond)
+	mustMiss(t, c, "short")
+	mustGet(t, c, "long", vl)
+	clk.Advance(59 * time.Minute)
+	mustMiss(t, c, "long")
+}
+
+func TestExpiryWithoutClock(t *testing.T) {
+	// Real time: a value is served until its TTL and never after; a rewrite
+	// restarts the TTL.
 	c := newCache(t, Config{MaxBytes: 1 << 20})
-	const ttl = 300 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		if attempt == 20 {
-			t.Fatal("no rewrite landed in 20 attempts")
+	const ttl = 150 * time.Millisecond
+	c.Set("k", value(1, 10), ttl)
+	time.Sleep(100 * time.Millisecond)
+	v := value(2, 10)
+	written := time.Now()
+	c.Set("k", v, ttl)
+	if c.Stats().Rewrites != 1 {
+		t.Fatal("second Set was not a rewrite; the test needs one")
+	}
+	for {
+		got, ok := c.Get("k")
+		if !ok {
+			break
 		}
-		key := string(rune('a' + attempt))
-		before := c.Stats().Rewrites
-		if !c.Set(key, value(1, 10), ttl) {
-			t.Fatal("first Set returned false")
+		if string(got) != string(v) {
+			t.Fatal("Get returned the value before the rewrite")
 		}
-		time.Sleep(40 * time.Millisecond)
-		if !c.Set(key, value(2, 10), ttl) {
-			t.Fatal("second Set returned false")
+		if time.Since(written) > ttl+200*time.Millisecond {
+			t.Fatalf("entry still served %v after a write with TTL %v", time.Since(written), ttl)
 		}
-		if c.Stats().Rewrites == before {
-			continue
-		}
-		written := time.Now()
-		if left := remaining(t, c, key); left > ttl {
-			t.Fatalf("rewritten entry expires in %v, beyond the write's TTL", left)
-		}
-		for {
-			if _, ok := c.Get(key); !ok {
-				break
-			}
-			if time.Since(written) > ttl+50*time.Millisecond {
-				t.Fatalf("rewritten entry still served %v after a write with TTL %v", time.Since(written), ttl)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		return
+		time.Sleep(5 * time.Millisecond)
+	}
+	if age := time.Since(written); age < ttl {
+		t.Fatalf("rewritten entry missed after %v, before its TTL %v", age, ttl)
+	}
+	before := c.Stats().Expirations
+	mustMiss(t, c, "k")
+	if c.Stats().Expirations != before+1 {
+		t.Fatal("a Get of an expired entry was not counted in Expirations")
 	}
 }
 
@@ -132,20 +132,4 @@ func TestRewriteAdvancesVersion(t *testing.T) {
 		t.Fatal("a backfill with a token from before the rewrite landed")
 	}
 	mustGet(t, c, "k", value(2, 100))
-}
-
-func TestRewriteUsesInjectedClock(t *testing.T) {
-	clk := newFakeClock()
-	c := newCache(t, Config{MaxBytes: 1 << 20, Clock: clk.Now})
-	c.Set("k", value(1, 100), time.Hour)
-	clk.Advance(50 * time.Minute)
-	v := value(2, 100)
-	c.Set("k", v, time.Hour)
-	if c.Stats().Rewrites != 1 {
-		t.Fatal("second Set was not a rewrite; the test needs one")
-	}
-	clk.Advance(50 * time.Minute) // 100 min after the first write, 50 after the rewrite
-	mustGet(t, c, "k", v)
-	clk.Advance(11 * time.Minute)
-	mustMiss(t, c, "k")
 }

@@ -31,9 +31,9 @@ type Stats struct {
 	Stale uint64
 	// Evictions counts entries removed to make room for others.
 	Evictions uint64
-	// Expirations counts expired entries reclaimed by the background
-	// sweep. An expired entry that Get has already missed on is counted
-	// here once the sweep reaches it.
+	// Expirations counts the Gets among Misses that found an entry past
+	// its expiry (each such Get counts, until the key is written again or
+	// the entry is evicted).
 	Expirations uint64
 	// CostBytes is the total cost of the entries currently held, in bytes
 	// of stored values; 0 after Close.
@@ -87,16 +87,10 @@ func (c *Cache) onReject(it *ristretto.Item[*entry]) {
 }
 
 // onEvict is ristretto's OnEvict callback: for victims of the eviction
-// policy (no expiration recorded on the item), for entries reclaimed by the
-// TTL sweep (expiration recorded), and for everything Clear drops, which is
-// not counted.
-func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
+// policy, and for everything Clear drops, which is not counted.
+func (c *Cache) onEvict(*ristretto.Item[*entry]) {
 	if c.clearing.Load() {
 		return
 	}
-	if it.Expiration.IsZero() {
-		c.ctr.evictions.Add(1)
-	} else {
-		c.ctr.expirations.Add(1)
-	}
+	c.ctr.evictions.Add(1)
 }
