@@ -37,19 +37,26 @@ fuzz:
 	  done; \
 	done
 
-## bench: the bench/ module's workloads (floor, ours, peer go-redis/cache) with
-## -count, then the benchstat table and the ratio table of that one run.
-## Redis: CACHEKIT_REDIS_URL, else a private redis-server.
+## bench: the bench/ module's workloads (floor, ours, peer go-redis/cache) in
+## BENCH_COUNT rounds (the test binary once per round, every row once), then
+## the benchstat table and the ratio table, each ratio paired within rounds.
+## Redis: CACHEKIT_REDIS_URL, else a private redis-server per round.
 BENCH_COUNT ?= 6
 BENCHTIME   ?= 200ms
 BENCH_RUN   ?= .
 BENCH_OUT   ?= $(or $(TMPDIR),/tmp)/cachekit-bench.txt
+BENCH_BIN   ?= $(or $(TMPDIR),/tmp)/cachekit-bench.test
 bench:
 	./scripts/ensure-redis
-	cd bench && $(GO) test -run='^$$' -bench='$(BENCH_RUN)' -benchmem -count=$(BENCH_COUNT) -benchtime=$(BENCHTIME) . | tee $(abspath $(BENCH_OUT))
+	cd bench && $(GO) test -c -o $(abspath $(BENCH_BIN)) .
+	: > $(abspath $(BENCH_OUT))
+	cd bench && for i in $$(seq $(BENCH_COUNT)); do \
+	  echo "== round $$i of $(BENCH_COUNT)"; \
+	  $(abspath $(BENCH_BIN)) -test.run='^$$' -test.bench='$(BENCH_RUN)' -test.benchmem -test.count=1 -test.benchtime=$(BENCHTIME) | tee -a $(abspath $(BENCH_OUT)) || exit 1; \
+	done
 	@echo "== benchstat"
 	cd bench && $(GO) tool benchstat $(abspath $(BENCH_OUT))
-	@echo "== ratios (medians of this run)"
+	@echo "== ratios (per-round pairs of this run)"
 	cd bench && $(GO) run ./cmd/benchratio $(abspath $(BENCH_OUT))
 
 ## bench-ir: callgrind instructions per op on the allocation-free hot paths.

@@ -1,10 +1,18 @@
 // Command benchratio reads `go test -bench` output (files or stdin) and
 // prints the ratio table of one run: each of our rows divided by its floor
-// or peer row, from the medians of sec/op over -count repetitions. Ratios
-// taken within one run on one machine cancel most of the machine's noise,
-// which absolute times on a shared machine do not.
+// or peer row. Ratios taken within one run on one machine cancel most of
+// the machine's noise, which absolute times on a shared machine do not.
 //
-//	go test -bench . -count 6 | tee out.txt; go run ./cmd/benchratio out.txt
+// The input may hold several rounds (each starts with a "goos:" header, as
+// when `make bench` runs the test binary once per round with -count 1).
+// A ratio is then paired: within each round, ours over the reference, and
+// the table shows the median of those per-round ratios and their range.
+// Pairing matters here because the machine's speed drifts over minutes,
+// and with -count N go test runs the N repetitions of one row back to back,
+// so rows compared by their overall medians were measured minutes apart.
+// With one round the ratio is the quotient of the medians.
+//
+//	make bench   # rounds; or: go test -bench . -count 6 | go run ./cmd/benchratio
 package main
 
 import (
@@ -55,48 +63,64 @@ var pairs = []pair{
 	{ours: ck + "L2GetParallel/encrypted/bytes/1KiB", ref: ck + "L2Get/encrypted/bytes/1KiB", note: "parallel ns/op over serial"},
 }
 
-// lineRE matches a benchmark result line: name (with -P suffix), N, ns/op.
-var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op`)
-
 func main() {
 	flag.Parse()
-	samples, err := readAll(flag.Args())
+	s, err := readAll(flag.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchratio:", err)
 		os.Exit(2)
 	}
-	missed := printTable(os.Stdout, samples)
+	missed := printTable(os.Stdout, s)
 	if missed > 0 {
 		fmt.Printf("%d target(s) missed (reported, not failed: timings on a shared machine are not a gate)\n", missed)
 	}
 }
 
-func readAll(paths []string) (map[string][]float64, error) {
-	samples := map[string][]float64{}
+// samples holds ns/op per row name, per round (round index -> values).
+type samples map[string]map[int][]float64
+
+func readAll(paths []string) (samples, error) {
+	s := samples{}
+	round := 0
 	if len(paths) == 0 {
-		return samples, parse(os.Stdin, samples)
+		if err := parse(os.Stdin, s, &round); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, err
 		}
-		err = parse(f, samples)
+		err = parse(f, s, &round)
 		f.Close()
 		if err != nil {
 			return nil, err
 		}
 	}
-	if len(samples) == 0 {
+	if len(s) == 0 {
 		return nil, errors.New("no benchmark lines in the input")
 	}
-	return samples, nil
+	return s, nil
 }
 
-func parse(r io.Reader, samples map[string][]float64) error {
+// lineRE matches a benchmark result line: name (with -P suffix), N, ns/op.
+var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op`)
+
+// parse adds r's result lines to s. A "goos:" header starts a new round
+// (the first one does not, so input without headers is one round).
+func parse(r io.Reader, s samples, round *int) error {
 	sc := bufio.NewScanner(r)
+	seen := false
 	for sc.Scan() {
-		m := lineRE.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "goos:") {
+			if seen {
+				*round++
+			}
+			continue
+		}
+		m := lineRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -104,9 +128,42 @@ func parse(r io.Reader, samples map[string][]float64) error {
 		if err != nil {
 			continue
 		}
-		samples[m[1]] = append(samples[m[1]], v)
+		seen = true
+		if s[m[1]] == nil {
+			s[m[1]] = map[int][]float64{}
+		}
+		s[m[1]][*round] = append(s[m[1]][*round], v)
+	}
+	if seen {
+		*round++ // the next file is another round
 	}
 	return sc.Err()
+}
+
+// all returns every value of a row, across rounds.
+func all(byRound map[int][]float64) []float64 {
+	var out []float64
+	for _, v := range byRound {
+		out = append(out, v...)
+	}
+	return out
+}
+
+// ratio returns ours ÷ ref: the median of per-round ratios (with their
+// min and max, and how many rounds had both rows) when at least two rounds
+// hold both, else the quotient of the overall medians (rounds = 0 or 1).
+func ratio(ours, ref map[int][]float64) (r, lo, hi float64, rounds int) {
+	var per []float64
+	for k, o := range ours {
+		if f, ok := ref[k]; ok {
+			per = append(per, median(o)/median(f))
+		}
+	}
+	if len(per) < 2 {
+		r = median(all(ours)) / median(all(ref))
+		return r, r, r, len(per)
+	}
+	return median(per), slices.Min(per), slices.Max(per), len(per)
 }
 
 func median(v []float64) float64 {
@@ -135,25 +192,30 @@ func short(name string) string {
 }
 
 // printTable prints the ratio table and returns how many targets missed.
-func printTable(w io.Writer, samples map[string][]float64) int {
+func printTable(w io.Writer, s samples) int {
 	missed := 0
-	fmt.Fprintf(w, "%-36s %-32s %11s %11s %8s %8s  %s\n", "ours", "reference", "ours ns/op", "ref ns/op", "ratio", "target", "note")
+	fmt.Fprintf(w, "%-36s %-32s %11s %11s %8s %15s %8s  %s\n", "ours", "reference", "ours ns/op", "ref ns/op", "ratio", "range (rounds)", "target", "note")
 	for _, p := range pairs {
-		o, okO := samples[p.ours]
-		r, okR := samples[p.ref]
+		o, okO := s[p.ours]
+		f, okR := s[p.ref]
 		if !okO || !okR {
 			continue
 		}
-		mo, mr := median(o), median(r)
-		ratio, target, status := mo/mr, "-", ""
+		mo, mr := median(all(o)), median(all(f))
+		r, lo, hi, rounds := ratio(o, f)
 		if p.atLeast {
-			ratio = mr / mo
+			r, lo, hi = 1/r, 1/hi, 1/lo
 		}
+		spread := "-"
+		if rounds >= 2 {
+			spread = fmt.Sprintf("%.2f-%.2f (%d)", lo, hi, rounds)
+		}
+		target, status := "-", ""
 		if p.target > 0 {
-			ok := ratio <= p.target
+			ok := r <= p.target
 			target = fmt.Sprintf("<=%.2fx", p.target)
 			if p.atLeast {
-				ok = ratio >= p.target
+				ok = r >= p.target
 				target = fmt.Sprintf(">=%.0fx", p.target)
 			}
 			status = " MET"
@@ -162,7 +224,7 @@ func printTable(w io.Writer, samples map[string][]float64) int {
 				missed++
 			}
 		}
-		fmt.Fprintf(w, "%-36s %-32s %11.1f %11.1f %7.2fx %8s  %s%s\n", short(p.ours), short(p.ref), mo, mr, ratio, target, p.note, status)
+		fmt.Fprintf(w, "%-36s %-32s %11.1f %11.1f %7.2fx %15s %8s  %s%s\n", short(p.ours), short(p.ref), mo, mr, r, spread, target, p.note, status)
 	}
 	return missed
 }
