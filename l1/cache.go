@@ -2,6 +2,7 @@ package l1
 
 import (
 	"hash/maphash"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -231,7 +232,7 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 		return false
 	}
 	ttl = c.cfg.jittered(ttl)
-	v := stored{val: val, exp: c.now() + int64(ttl)}
+	v := stored{val: val, exp: c.deadline(ttl)}
 	if c.rewrite(key, v, cost) {
 		return true
 	}
@@ -267,6 +268,16 @@ func (c *Cache) rewrite(key string, v stored, cost int64) bool {
 	e.cur.Store(&v)
 	c.ctr.rewrites.Add(1)
 	return true
+}
+
+// deadline returns the expiry of a value written now with ttl (> 0),
+// saturating instead of wrapping for TTLs near the Duration limit.
+func (c *Cache) deadline(ttl time.Duration) int64 {
+	now := c.now()
+	if exp := now + int64(ttl); exp > now {
+		return exp
+	}
+	return math.MaxInt64
 }
 
 // now is the time expiry is measured in: Config.Clock's Unix nanoseconds

@@ -1,6 +1,7 @@
 package l1
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -132,4 +133,17 @@ func TestRewriteAdvancesVersion(t *testing.T) {
 		t.Fatal("a backfill with a token from before the rewrite landed")
 	}
 	mustGet(t, c, "k", value(2, 100))
+}
+
+func TestHugeTTLDoesNotWrap(t *testing.T) {
+	// With a Clock, expiry is Unix nanoseconds: now + MaxInt64 would wrap
+	// negative and expire the value at once.
+	clk := newFakeClock()
+	c := newCache(t, Config{MaxBytes: 1 << 20, Clock: clk.Now})
+	v := value(1, 10)
+	if !c.Set("k", v, time.Duration(math.MaxInt64)) {
+		t.Fatal("Set returned false")
+	}
+	clk.Advance(100 * 365 * 24 * time.Hour)
+	mustGet(t, c, "k", v)
 }
