@@ -127,9 +127,17 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 	if v, err := GetOrLoad(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("after a failed refresh: %q, %v", v, err)
 	}
-	mu.Lock()
-	logs := logBuf.String()
-	mu.Unlock()
+	// The refresh goroutine counts the failure, then logs it: wait for both.
+	readLogs := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return logBuf.String()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(readLogs(), "SWR refresh failed") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	logs := readLogs()
 	if !strings.Contains(logs, "SWR refresh failed") || !strings.Contains(logs, c.keyDigest(key)) {
 		t.Fatalf("no warning naming the key digest: %q", logs)
 	}
