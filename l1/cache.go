@@ -3,6 +3,7 @@ package l1
 import (
 	"hash/maphash"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,9 +16,14 @@ import (
 // bounded by the total length of the stored values. It is safe for
 // concurrent use. See the package documentation for its guarantees.
 type Cache struct {
-	rc   *ristretto.Cache[string, *entry]
-	cfg  settings
-	seed maphash.Seed
+	rc *ristretto.Cache[string, *entry]
+	// index maps each key to the entry ristretto holds for it (string ->
+	// *entry). It is the read path: a hit is one lock-free load here, and
+	// ristretto hears of it through touch. Writers publish an entry once
+	// ristretto has admitted it; OnEvict, Delete, Clear and Close remove it.
+	index sync.Map
+	cfg   settings
+	seed  maphash.Seed
 	// epoch anchors expiry times without a Clock: they are monotonic
 	// nanoseconds since epoch, one clock read cheaper than time.Now.
 	epoch time.Time
@@ -36,6 +42,9 @@ type Cache struct {
 	// testHookLocked, when set, runs inside a write after the version
 	// check, with the key's stripe locked. Tests use it to interleave.
 	testHookLocked func()
+	// testHookTouch, when set, runs for every access reported to
+	// ristretto (see touch).
+	testHookTouch func()
 }
 
 // entry is what ristretto stores: the current value plus the bookkeeping
@@ -48,9 +57,17 @@ type entry struct {
 	first stored
 	// cost is what ristretto charged for the entry.
 	cost int64
+	// key is the entry's key, for OnEvict to unpublish it.
+	key string
 	// rejected is set by ristretto's OnReject callback when admission
 	// turned the entry away.
 	rejected atomic.Bool
+	// gone is set by OnEvict once ristretto has dropped the entry; a
+	// writer that publishes the entry afterwards takes it back out.
+	gone atomic.Bool
+	// touched counts the Gets that reported the entry to ristretto in
+	// the current window (see touchHit).
+	touched atomic.Uint64
 }
 
 // stored is one byte slice with its expiry (see Cache.now).
@@ -60,8 +77,8 @@ type stored struct {
 }
 
 // newEntry returns an entry holding v, charged cost.
-func newEntry(v stored, cost int64) *entry {
-	e := &entry{first: v, cost: cost}
+func newEntry(key string, v stored, cost int64) *entry {
+	e := &entry{first: v, cost: cost, key: key}
 	e.cur.Store(&e.first)
 	return e
 }
@@ -92,27 +109,27 @@ func New(cfg Config) (*Cache, error) {
 
 // Get returns the bytes stored under key and true, or nil and false when the
 // key is absent, expired, or the cache is closed. The returned slice is
-// shared with the cache: the caller must not modify it. Get itself does not
-// allocate (ristretto's frequency sampling allocates one 512-byte batch now
-// and then: about one allocation per 200 Gets, amortized).
+// shared with the cache: the caller must not modify it. Get takes no lock
+// on a hit and does not allocate (ristretto's frequency sampling allocates
+// a 512-byte batch per 64 reports; see touch.go for how few a hot key makes).
 func (c *Cache) Get(key string) ([]byte, bool) {
-	// A Get needs some shard's read lock (Clear and Close take them all),
-	// not the key's: a random one keeps goroutines reading the same hot key
-	// on different cores from contending for one lock word.
+	// Hit and miss counters live on a random shard's cache line, so
+	// goroutines reading the same hot key on different cores do not
+	// contend for one word.
 	sh := &c.shards[hot.Index(numShards)]
-	sh.mu.RLock()
-	if c.closed {
-		sh.mu.RUnlock()
-		return nil, false
-	}
-	e, ok := c.rc.Get(key)
-	sh.mu.RUnlock()
-	if !ok || e == nil {
+	ei, ok := c.index.Load(key)
+	if !ok {
+		// Ristretto counts every miss, as its own Get would: a key
+		// requested often gets in at its next Set.
+		c.touch(sh, key)
 		sh.misses.Add(1)
 		return nil, false
 	}
+	e := ei.(*entry)
 	v := e.cur.Load()
-	if c.now() >= v.exp {
+	now := c.now()
+	c.touchHit(sh, key, e, now)
+	if now >= v.exp {
 		sh.misses.Add(1)
 		c.ctr.expirations.Add(1)
 		return nil, false
@@ -154,6 +171,7 @@ func (c *Cache) Delete(key string) {
 	defer st.mu.Unlock()
 	st.ver.Add(1)
 	c.rc.Del(key)
+	c.index.Delete(key)
 }
 
 // Clear removes every entry and advances every Version. Operations that
@@ -167,6 +185,7 @@ func (c *Cache) Clear() {
 	}
 	c.clearing.Store(true)
 	c.rc.Clear()
+	c.index.Clear()
 	c.clearing.Store(false)
 	c.bumpAll()
 }
@@ -182,6 +201,7 @@ func (c *Cache) Close() {
 	}
 	c.clearing.Store(true)
 	c.rc.Close()
+	c.index.Clear()
 	c.closed = true
 	c.bumpAll()
 }
@@ -229,6 +249,7 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 			c.ctr.rejected.Add(1) // admission would refuse it anyway
 		}
 		c.rc.Del(key) // never leave an older value behind a failed write
+		c.index.Delete(key)
 		return false
 	}
 	ttl = c.cfg.jittered(ttl)
@@ -236,21 +257,37 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 	if c.rewrite(key, v, cost) {
 		return true
 	}
-	e := newEntry(v, cost)
+	e := newEntry(key, v, cost)
 	// No TTL for ristretto: expiry is v.exp, checked by Get, which spares
 	// every hit ristretto's time.Now. An expired entry is reclaimed when
 	// the key is written again or when eviction picks it.
 	if !c.rc.Set(key, e, cost) {
-		// Only a new key can be dropped, so nothing older is left behind.
+		// Only a new key can be dropped, so ristretto holds nothing
+		// older; an index entry can only be one it is evicting now.
 		c.ctr.dropped.Add(1)
+		c.index.Delete(key)
 		return false
 	}
-	if _, visible := c.rc.GetTTL(key); visible {
-		// Updated in place, or already admitted by the buffer goroutine.
-		return true
+	if _, visible := c.rc.GetTTL(key); !visible {
+		// Not updated in place nor admitted yet: wait for the verdict.
+		c.rc.Wait()
+		if e.rejected.Load() {
+			c.index.Delete(key)
+			return false
+		}
 	}
-	c.rc.Wait()
-	return !e.rejected.Load()
+	c.publish(e)
+	return true
+}
+
+// publish makes e, which ristretto holds, the entry Get finds for its key.
+// OnEvict may have dropped e since: it sets gone before it unpublishes, and
+// publish checks gone after it stores, so one of the two removes e.
+func (c *Cache) publish(e *entry) {
+	c.index.Store(e.key, e)
+	if e.gone.Load() {
+		c.index.CompareAndDelete(e.key, e)
+	}
 }
 
 // rewrite stores v in the entry already cached for key, without going
@@ -261,8 +298,12 @@ func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
 // policy goroutine: on a busy machine, a thread wake-up per Set of a hot
 // key. The caller holds the key's stripe lock.
 func (c *Cache) rewrite(key string, v stored, cost int64) bool {
-	e, ok := c.rc.Get(key)
-	if !ok || e == nil || cost > e.cost || 2*cost < e.cost {
+	ei, ok := c.index.Load(key)
+	if !ok {
+		return false
+	}
+	e := ei.(*entry)
+	if e.gone.Load() || cost > e.cost || 2*cost < e.cost {
 		return false
 	}
 	e.cur.Store(&v)

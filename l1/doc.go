@@ -9,6 +9,18 @@
 // interpret the bytes. An entry costs the length of its value; MaxBytes bounds
 // the sum. Admission and eviction are ristretto's TinyLFU/sampled LFU.
 //
+// # Reads
+//
+// Ristretto decides what stays; Get does not go through it. l1 keeps a
+// read index (a sync.Map) of exactly the entries ristretto holds: a write
+// publishes its entry once ristretto has it, and ristretto's eviction
+// callback, Delete, Clear and Close take entries out. A hit is one
+// lock-free map load and one clock read. Ristretto still hears of the
+// reads its policy needs: every miss, and each entry's hits up to 32 per
+// window of about 67 ms, twice what its frequency sketch can tell apart
+// (touch.go has the numbers). Without that cap, every 64th read of a hot
+// key would wake ristretto's policy goroutine.
+//
 // # Guarantees
 //
 // Read-your-write: once Set returns true, Get in the same process returns
@@ -25,7 +37,7 @@
 // backfill can be skipped needlessly (a later miss), never land stale.
 //
 // Concurrency: all methods are safe for concurrent use. Writes of one key are
-// serialized; Get takes no exclusive lock and does not allocate. Clear and
+// serialized; a Get that hits takes no lock and does not allocate. Clear and
 // Close are atomic with respect to the other operations. After Close, Get
 // misses, writes return false and Close is a no-op.
 //
@@ -49,6 +61,7 @@
 // # Limits
 //
 // An entry updated at the moment ristretto evicts it may be lost: the next
-// Get misses (it never returns an older value). Key strings and ristretto's
-// own bookkeeping are not charged against MaxBytes.
+// Get misses (it never returns an older value). Key strings (the read index
+// holds one per entry) and ristretto's own bookkeeping are not charged
+// against MaxBytes.
 package l1

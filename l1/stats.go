@@ -87,8 +87,13 @@ func (c *Cache) onReject(it *ristretto.Item[*entry]) {
 }
 
 // onEvict is ristretto's OnEvict callback: for victims of the eviction
-// policy, and for everything Clear drops, which is not counted.
-func (c *Cache) onEvict(*ristretto.Item[*entry]) {
+// policy, and for everything Clear drops, which is not counted. It takes
+// the entry out of the read index (see publish).
+func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
+	if e := it.Value; e != nil {
+		e.gone.Store(true)
+		c.index.CompareAndDelete(e.key, e)
+	}
 	if c.clearing.Load() {
 		return
 	}
