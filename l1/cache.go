@@ -3,6 +3,7 @@ package l1
 import (
 	"hash/maphash"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,9 @@ type stored struct {
 
 // newEntry returns an entry holding v, charged cost.
 func newEntry(key string, v stored, cost int64) *entry {
-	e := &entry{first: v, cost: cost, key: key}
+	// The entry outlives the call, so it keeps its own copy of key: a key
+	// sliced from a larger string must not keep that string alive.
+	e := &entry{first: v, cost: cost, key: strings.Clone(key)}
 	e.cur.Store(&e.first)
 	return e
 }

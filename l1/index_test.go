@@ -2,10 +2,12 @@ package l1
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/dgraph-io/ristretto/v2"
 )
@@ -232,4 +234,21 @@ func TestIndexMatchesRistrettoUnderConcurrency(t *testing.T) {
 			t.Fatalf("index has key: %v, ristretto has it: %v", inIndex, inRistretto)
 		}
 	}
+}
+
+// The index keeps its own copy of a key, so a key sliced from a larger
+// string does not keep that string alive for the entry's lifetime.
+func TestIndexCopiesKey(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	big := strings.Repeat("x", 1<<16) + "key"
+	key := big[len(big)-4:]
+	c.Set(key, value(1, 10), time.Hour)
+	ei, ok := c.index.Load(key)
+	if !ok {
+		t.Fatal("key not indexed")
+	}
+	if unsafe.StringData(ei.(*entry).key) == unsafe.StringData(key) {
+		t.Fatal("the entry shares the caller's key bytes")
+	}
+	mustGet(t, c, key, value(1, 10))
 }
