@@ -69,6 +69,8 @@ type entry struct {
 	// touched counts the Gets that reported the entry to ristretto in
 	// the current window (see touchHit).
 	touched atomic.Uint64
+	// phase offsets the entry's windows (see touchPhase).
+	phase int64
 }
 
 // stored is one byte slice with its expiry (see Cache.now).
@@ -81,7 +83,7 @@ type stored struct {
 func newEntry(key string, v stored, cost int64) *entry {
 	// The entry outlives the call, so it keeps its own copy of key: a key
 	// sliced from a larger string must not keep that string alive.
-	e := &entry{first: v, cost: cost, key: strings.Clone(key)}
+	e := &entry{first: v, cost: cost, key: strings.Clone(key), phase: touchPhase()}
 	e.cur.Store(&e.first)
 	return e
 }

@@ -252,3 +252,26 @@ func TestIndexCopiesKey(t *testing.T) {
 	}
 	mustGet(t, c, key, value(1, 10))
 }
+
+// Entries start their report windows at their own phase, within one
+// window, so hot keys do not all report at the same instants.
+func TestTouchPhasesSpread(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	phases := map[int64]bool{}
+	for i := range 20 {
+		k := fmt.Sprintf("k%d", i)
+		c.Set(k, value(i, 10), time.Hour)
+		ei, ok := c.index.Load(k)
+		if !ok {
+			t.Fatal("not indexed")
+		}
+		p := ei.(*entry).phase
+		if p < 0 || p >= 1<<touchWindowShift {
+			t.Fatalf("phase %d outside one window", p)
+		}
+		phases[p] = true
+	}
+	if len(phases) < 15 {
+		t.Fatalf("20 entries share %d phases", len(phases))
+	}
+}

@@ -1,18 +1,22 @@
 package l1
 
+import "math/rand/v2"
+
 // How Gets reach ristretto's frequency sketch. Get finds entries in the
 // read index, not through ristretto's Get, so it reports accesses itself:
 // every miss, and the hits of each entry up to touchesPerWindow in every
 // window of 2^touchWindowShift ns (about 67 ms) of the expiry clock.
 //
 // The sketch cannot tell more hits apart than that: it counts in 4-bit
-// cells and its estimate tops out at 16 (15 plus the doorkeeper bit), and
-// it halves every cell only after as many increments as it has counters,
-// far longer than a window at any realistic rate. So admission and eviction
-// judge a key as they would with every Get reported, while a key read a
-// million times a second costs ristretto a few hundred reports, not a
-// million: on a 2-core VM each batch of 64 reports wakes ristretto's policy
-// goroutine, at tens of microseconds when it has gone idle.
+// cells, its estimate tops out at 16 (15 plus the doorkeeper bit), and it
+// halves every cell after as many increments as it has counters. So a key
+// read often still reaches the top of the sketch in every window, and
+// admission and eviction judge keys much as they would with every Get
+// reported, while a key read a million times a second costs ristretto a few
+// hundred reports, not a million: on a 2-core VM each batch of 64 reports
+// wakes ristretto's policy goroutine, at tens of microseconds when it has
+// gone idle. Each entry's windows start at its own random phase, so the
+// hot keys of a busy cache do not all report at the same instants.
 const (
 	touchWindowShift = 26
 	touchesPerWindow = 32
@@ -40,7 +44,7 @@ func (c *Cache) touch(sh *shard, key string) {
 // race for each report with a CAS; losers skip theirs, as ristretto's own
 // buffers drop accesses under contention.
 func (c *Cache) touchHit(sh *shard, key string, e *entry, now int64) {
-	w := uint64(now) >> touchWindowShift << touchCountBits
+	w := uint64(now+e.phase) >> touchWindowShift << touchCountBits
 	t := e.touched.Load()
 	if t == w|touchesPerWindow {
 		return
@@ -52,4 +56,9 @@ func (c *Cache) touchHit(sh *shard, key string, e *entry, now int64) {
 	if e.touched.CompareAndSwap(t, next) {
 		c.touch(sh, key)
 	}
+}
+
+// touchPhase returns a random offset within one window, for a new entry.
+func touchPhase() int64 {
+	return rand.Int64N(1 << touchWindowShift)
 }
