@@ -114,9 +114,9 @@ func New(cfg Config) (*Cache, error) {
 
 // Get returns the bytes stored under key and true, or nil and false when the
 // key is absent, expired, or the cache is closed. The returned slice is
-// shared with the cache: the caller must not modify it. Get takes no lock
-// on a hit and does not allocate (ristretto's frequency sampling allocates
-// a 512-byte batch per 64 reports; see touch.go for how few a hot key makes).
+// shared with the cache: the caller must not modify it. A hit takes no lock
+// (except the few reported to ristretto, see touch.go) and does not
+// allocate; ristretto allocates a 512-byte batch per 64 reports.
 func (c *Cache) Get(key string) ([]byte, bool) {
 	// Hit and miss counters live on a random shard's cache line, so
 	// goroutines reading the same hot key on different cores do not

@@ -18,8 +18,9 @@
 // lock-free map load and one clock read. Ristretto still hears of the
 // reads its policy needs: every miss, and each entry's hits up to 32 per
 // window of about 67 ms, twice what its frequency sketch can tell apart
-// (touch.go has the numbers). Without that cap, every 64th read of a hot
-// key would wake ristretto's policy goroutine.
+// (touch.go has the numbers); those reports take a shard read lock, as
+// every Get did before. Without that cap, every 64th read of a hot key
+// would wake ristretto's policy goroutine.
 //
 // # Guarantees
 //
@@ -37,7 +38,8 @@
 // backfill can be skipped needlessly (a later miss), never land stale.
 //
 // Concurrency: all methods are safe for concurrent use. Writes of one key are
-// serialized; a Get that hits takes no lock and does not allocate. Clear and
+// serialized; a Get that hits does not allocate and takes no lock, except
+// for the few hits per window that are reported to ristretto. Clear and
 // Close are atomic with respect to the other operations. After Close, Get
 // misses, writes return false and Close is a no-op.
 //
