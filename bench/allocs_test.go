@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/bench/internal/irwork"
 	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // Allocation budgets: deterministic, so CI asserts them exactly. A budget

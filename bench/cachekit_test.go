@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // BenchmarkCachekit measures our client. Row names are stable: benchstat

@@ -9,7 +9,7 @@ import (
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 

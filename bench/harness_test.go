@@ -12,10 +12,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/bench/internal/redisserver"
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 var bg = context.Background()

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-redis/cache/v9"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // BenchmarkPeer measures github.com/go-redis/cache/v9 on the same values and

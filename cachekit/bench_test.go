@@ -3,38 +3,12 @@ package cachekit
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
-
-// benchStruct is a small struct whose msgpack encoding is about size bytes.
-type benchStruct struct {
-	ID     int64    `msgpack:"id"`
-	Name   string   `msgpack:"name"`
-	Email  string   `msgpack:"email"`
-	Active bool     `msgpack:"active"`
-	Score  float64  `msgpack:"score"`
-	Tags   []string `msgpack:"tags"`
-	Bio    string   `msgpack:"bio"`
-}
-
-func makeStruct(size int) benchStruct {
-	s := benchStruct{ID: 123456789, Name: "Ada Lovelace", Email: "ada@example.com", Active: true, Score: 98.6, Tags: []string{"admin", "beta"}}
-	// about 90 bytes without Bio; pad Bio to reach size
-	s.Bio = strings.Repeat("lorem ipsum ", 100)[:max(0, size-90)]
-	return s
-}
-
-func makeBytes(size int) []byte {
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(i*7 + i/13)
-	}
-	return b
-}
 
 var benchSizes = []struct {
 	name string
@@ -61,7 +35,7 @@ func BenchmarkGetL1Hit(b *testing.B) {
 				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) {
 					c := newClient(b, m.opts)
 					if kind == "bytes" {
-						if err := c.SetWithTTL(bg, "k", makeBytes(sz.n), time.Hour); err != nil {
+						if err := c.SetWithTTL(bg, "k", fixture.NewBytes(sz.n), time.Hour); err != nil {
 							b.Fatal(err)
 						}
 						dst := make([]byte, 0, sz.n)
@@ -75,12 +49,12 @@ func BenchmarkGetL1Hit(b *testing.B) {
 						}
 						return
 					}
-					if err := c.SetWithTTL(bg, "k", makeStruct(sz.n), time.Hour); err != nil {
+					if err := c.SetWithTTL(bg, "k", fixture.NewRecord(sz.n), time.Hour); err != nil {
 						b.Fatal(err)
 					}
 					b.SetBytes(int64(sz.n))
 					b.ReportAllocs()
-					var v benchStruct
+					var v fixture.Record
 					for b.Loop() {
 						if err := c.Get(bg, "k", &v); err != nil {
 							b.Fatal(err)
@@ -98,9 +72,9 @@ func BenchmarkSetL1Only(b *testing.B) {
 			for _, sz := range benchSizes {
 				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) {
 					c := newClient(b, m.opts)
-					var v any = makeBytes(sz.n)
+					var v any = fixture.NewBytes(sz.n)
 					if kind == "struct" {
-						v = makeStruct(sz.n)
+						v = fixture.NewRecord(sz.n)
 					}
 					b.SetBytes(int64(sz.n))
 					b.ReportAllocs()
@@ -133,7 +107,7 @@ func assertL1HitAllocatesNothing(t *testing.T, opts Options) *Client {
 		t.Skip("allocation budgets are asserted without -race (make test runs them in a second pass)")
 	}
 	c := newClient(t, opts)
-	val := makeBytes(100)
+	val := fixture.NewBytes(100)
 	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
 		t.Fatal(err)
 	}

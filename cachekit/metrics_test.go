@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // collect returns every data point of the reader as "name{attrs}" -> value.
@@ -131,7 +133,7 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 			o := p.opts(b)
 			o.L1MaxBytes, o.Encryption = 64<<20, encConfig("")
 			c := newClient(b, o)
-			if err := c.SetWithTTL(bg, "k", makeBytes(100), time.Hour); err != nil {
+			if err := c.SetWithTTL(bg, "k", fixture.NewBytes(100), time.Hour); err != nil {
 				b.Fatal(err)
 			}
 			dst := make([]byte, 0, 100)

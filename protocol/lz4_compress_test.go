@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
 	"github.com/pierrec/lz4/v4"
@@ -28,7 +29,7 @@ func lz4Kinds() []lz4Kind {
 		{"jsonish", jsonish},
 		{"prose", lz4Prose},
 		{"random", randomBytes},
-		{"fixture", func(_ *rand.Rand, n int) []byte { return lz4Fixture(n) }},
+		{"fixture", func(_ *rand.Rand, n int) []byte { return fixture.NewBytes(n) }},
 		{"random_then_repeat", func(rng *rand.Rand, n int) []byte {
 			half := randomBytes(rng, (n+1)/2)
 			return append(half, half[:n-len(half)]...)
@@ -57,15 +58,6 @@ func lz4Kinds() []lz4Kind {
 		}})
 	}
 	return kinds
-}
-
-// lz4Fixture is the benchmark fixture of the cachekit and bench packages.
-func lz4Fixture(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7 + i/13)
-	}
-	return b
 }
 
 // lz4Prose returns n bytes of English-like words and punctuation.
@@ -400,7 +392,7 @@ func TestLZ4CompressRatio(t *testing.T) {
 		}
 	}
 	for _, n := range []int{4 << 10, 16 << 10, 64 << 10} {
-		in := lz4Fixture(n)
+		in := fixture.NewBytes(n)
 		ours, ref := len(checkLZ4Compress(t, in, nil)), pierrecBlockLen(t, in)
 		t.Logf("fixture/%d: ours %d, pierrec %d", n, ours, ref)
 		if ours*10 > ref*11 {
@@ -540,7 +532,7 @@ func BenchmarkLZ4Compress(b *testing.B) {
 		name string
 		gen  func(n int) []byte
 	}{
-		{"fixture", lz4Fixture},
+		{"fixture", fixture.NewBytes},
 		{"text", func(n int) []byte { return jsonish(rand.New(rand.NewPCG(11, uint64(n))), n) }},
 		{"random", func(n int) []byte { return randomBytes(rand.New(rand.NewPCG(12, uint64(n))), n) }},
 	}

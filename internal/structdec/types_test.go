@@ -7,18 +7,12 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
-// Record has the shape of the bench module's fixture.
-type Record struct {
-	ID     int64    `msgpack:"id"`
-	Name   string   `msgpack:"name"`
-	Email  string   `msgpack:"email"`
-	Active bool     `msgpack:"active"`
-	Score  float64  `msgpack:"score"`
-	Tags   []string `msgpack:"tags"`
-	Bio    string   `msgpack:"bio"`
-}
+// Record is the benchmarks' struct fixture, the shape the hit path decodes.
+type Record = fixture.Record
 
 // Ints has one field of every integer kind, untagged.
 type Ints struct {

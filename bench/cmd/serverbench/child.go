@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // childStats is what the server reports about itself for the measured

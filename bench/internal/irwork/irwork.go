@@ -12,9 +12,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/bench/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
