@@ -20,10 +20,11 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/cachekit-io/cachekit-go/bench/internal/stat"
 )
 
 // mem is one benchmark's memory samples.
@@ -93,15 +94,6 @@ func parse(r io.Reader) (map[string]*mem, error) {
 	return out, sc.Err()
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // compare prints one line per benchmark present in both runs and returns
 // the exit code: 1 when any allocates more than its baseline.
 func compare(w io.Writer, old, cur map[string]*mem, tolPct, slack float64) int {
@@ -120,8 +112,8 @@ func compare(w io.Writer, old, cur map[string]*mem, tolPct, slack float64) int {
 		}
 		compared++
 		c := cur[n]
-		oa, ca := median(o.allocs), median(c.allocs)
-		ob, cb := median(o.bytes), median(c.bytes)
+		oa, ca := stat.Median(o.allocs), stat.Median(c.allocs)
+		ob, cb := stat.Median(o.bytes), stat.Median(c.bytes)
 		verdict := "ok"
 		switch {
 		case ca > oa:

@@ -29,6 +29,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cachekit-io/cachekit-go/bench/internal/stat"
 )
 
 // Gate thresholds, in percent.
@@ -218,14 +220,9 @@ type result struct {
 }
 
 func (r *result) summarize() {
-	s := slices.Clone(r.runs)
-	slices.Sort(s)
-	r.median = s[len(s)/2]
-	if len(s)%2 == 0 {
-		r.median = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
+	r.median = stat.Median(r.runs)
 	if r.median > 0 {
-		r.spread = (s[len(s)-1] - s[0]) / r.median * 100
+		r.spread = (slices.Max(r.runs) - slices.Min(r.runs)) / r.median * 100
 	}
 }
 

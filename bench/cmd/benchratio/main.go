@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cachekit-io/cachekit-go/bench/internal/stat"
 )
 
 // pair is one row of the ratio table: ours ÷ ref, with an optional target
@@ -157,23 +159,14 @@ func ratio(ours, ref map[int][]float64) (r, lo, hi float64, rounds int) {
 	var per []float64
 	for k, o := range ours {
 		if f, ok := ref[k]; ok {
-			per = append(per, median(o)/median(f))
+			per = append(per, stat.Median(o)/stat.Median(f))
 		}
 	}
 	if len(per) < 2 {
-		r = median(all(ours)) / median(all(ref))
+		r = stat.Median(all(ours)) / stat.Median(all(ref))
 		return r, r, r, len(per)
 	}
-	return median(per), slices.Min(per), slices.Max(per), len(per)
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return stat.Median(per), slices.Min(per), slices.Max(per), len(per)
 }
 
 func short(name string) string {
@@ -202,7 +195,7 @@ func printTable(w io.Writer, s samples) int {
 		if !okO || !okR {
 			continue
 		}
-		mo, mr := median(all(o)), median(all(f))
+		mo, mr := stat.Median(all(o)), stat.Median(all(f))
 		r, lo, hi, rounds := ratio(o, f)
 		if p.atLeast {
 			r, lo, hi = 1/r, 1/hi, 1/lo
