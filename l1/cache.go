@@ -182,32 +182,33 @@ func (c *Cache) Delete(key string) {
 // Clear removes every entry and advances every Version. Operations that
 // run concurrently with Clear happen either entirely before it or entirely
 // after it. Clear on a closed cache does nothing.
-func (c *Cache) Clear() {
-	c.lockAll()
-	defer c.unlockAll()
-	if c.closed {
-		return
-	}
-	c.clearing.Store(true)
-	c.rc.Clear()
-	c.index.Clear()
-	c.clearing.Store(false)
-	c.bumpAll()
-}
+func (c *Cache) Clear() { c.dropAll(false) }
 
 // Close drops every entry and stops the cache's goroutines. It waits for
 // operations in flight; afterwards Get misses and writes return false. It
 // is idempotent.
-func (c *Cache) Close() {
+func (c *Cache) Close() { c.dropAll(true) }
+
+// dropAll is Clear (stop false) and Close (stop true): under every shard
+// write lock it empties ristretto and the read index and advances every
+// Version; Close also stops ristretto and marks the cache closed. A closed
+// cache is left as it is.
+func (c *Cache) dropAll(stop bool) {
 	c.lockAll()
 	defer c.unlockAll()
 	if c.closed {
 		return
 	}
+	// What ristretto drops here reaches onEvict, but is no eviction.
 	c.clearing.Store(true)
-	c.rc.Close()
+	if stop {
+		c.rc.Close()
+		c.closed = true
+	} else {
+		c.rc.Clear()
+		c.clearing.Store(false)
+	}
 	c.index.Clear()
-	c.closed = true
 	c.bumpAll()
 }
 
