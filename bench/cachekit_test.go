@@ -54,9 +54,12 @@ func run[S any](b *testing.B, parallel bool, newState func() S, op func(*S) erro
 	})
 }
 
-func benchL1HitBytes(b *testing.B, encrypted bool, n int, parallel bool) {
-	c := newClient(b, clientConfig{encrypted: encrypted, l1: true})
-	key := benchKey(b, "l1b")
+// benchReadBytes stores n bytes through a client of cfg and reads them
+// back with AppendValue into a sized dst: an L1 hit when cfg has L1, a
+// Redis read when it has only Redis.
+func benchReadBytes(b *testing.B, cfg clientConfig, n int, parallel bool) {
+	c := newClient(b, cfg)
+	key := benchKey(b, "read")
 	if err := c.SetWithTTL(bg, key, fixture.NewBytes(n), time.Hour); err != nil {
 		b.Fatal(err)
 	}
@@ -66,6 +69,10 @@ func benchL1HitBytes(b *testing.B, encrypted bool, n int, parallel bool) {
 		*dst, err = c.AppendValue(bg, (*dst)[:0], key)
 		return err
 	})
+}
+
+func benchL1HitBytes(b *testing.B, encrypted bool, n int, parallel bool) {
+	benchReadBytes(b, clientConfig{encrypted: encrypted, l1: true}, n, parallel)
 }
 
 func benchL1HitStruct(b *testing.B, encrypted bool, n int, parallel bool) {
@@ -81,17 +88,7 @@ func benchL1HitStruct(b *testing.B, encrypted bool, n int, parallel bool) {
 }
 
 func benchL2Get(b *testing.B, n int, parallel bool) {
-	c := newClient(b, clientConfig{encrypted: true, redis: true})
-	key := benchKey(b, "l2")
-	if err := c.SetWithTTL(bg, key, fixture.NewBytes(n), time.Hour); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(n))
-	run(b, parallel, func() []byte { return make([]byte, 0, n) }, func(dst *[]byte) error {
-		var err error
-		*dst, err = c.AppendValue(bg, (*dst)[:0], key)
-		return err
-	})
+	benchReadBytes(b, clientConfig{encrypted: true, redis: true}, n, parallel)
 }
 
 func benchSet(b *testing.B, n int) {
