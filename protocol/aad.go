@@ -119,14 +119,13 @@ func AppendAADWithType(dst []byte, tenant, cacheKey, format string, compressed b
 	if n > MaxAADSize || n < 0 {
 		return dst, formatErr("aad", ErrTooLarge, "aad would exceed 64 KiB")
 	}
-	dst = slices.Grow(dst, n)
-	dst = append(dst, AADVersion)
-	dst = appendAADComponent(dst, tenant)
-	dst = appendAADComponent(dst, cacheKey)
-	dst = appendAADComponent(dst, format)
-	dst = appendAADComponent(dst, compressedToken(compressed))
-	dst = appendAADComponent(dst, originalType)
-	return dst, nil
+	// The four leading components are AppendAAD's. Its checks repeat the
+	// ones above and pass; this path is rare, AppendAAD's is hot.
+	out, err := AppendAAD(slices.Grow(dst, n), tenant, cacheKey, format, compressed)
+	if err != nil {
+		return dst, err
+	}
+	return appendAADComponent(out, originalType), nil
 }
 
 // checkAADInputs validates the components shared by both AAD shapes.
