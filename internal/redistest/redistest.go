@@ -91,21 +91,21 @@ func (s *Server) start() {
 // Stop shuts the server down, saving its data set so that Restart brings the
 // same keys back (as a Redis with persistence would after a restart).
 func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	if _, err := Do(s.Addr(), "SHUTDOWN", "SAVE"); err != nil {
-		_ = cmd.Process.Kill()
-	}
-	waitGone(s.Addr(), 5*time.Second)
+	s.halt(func(cmd *exec.Cmd) {
+		if _, err := Do(s.Addr(), "SHUTDOWN", "SAVE"); err != nil {
+			_ = cmd.Process.Kill()
+		}
+	})
 }
 
 // Kill stops the server at once without saving. It is idempotent.
 func (s *Server) Kill() {
+	s.halt(func(cmd *exec.Cmd) { _ = cmd.Process.Kill() })
+}
+
+// halt takes the running process, if any, stops it with stop and waits for
+// its port to close. Only the first of concurrent calls sees the process.
+func (s *Server) halt(stop func(*exec.Cmd)) {
 	s.mu.Lock()
 	cmd := s.cmd
 	s.cmd = nil
@@ -113,7 +113,7 @@ func (s *Server) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Kill()
+	stop(cmd)
 	waitGone(s.Addr(), 5*time.Second)
 }
 
