@@ -52,15 +52,23 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestSetPublishDeletePublish(t *testing.T) {
-	f := setup(t)
+// subscribed subscribes an inbox to channel "inv" of f's store, waits until
+// the subscription is live and closes it when t ends.
+func subscribed(t *testing.T, f *fixture) (*inbox, *Subscription) {
+	t.Helper()
 	in := &inbox{}
 	sub, err := f.store.Subscribe("inv", in.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Close()
+	t.Cleanup(func() { sub.Close() })
 	<-sub.Ready()
+	return in, sub
+}
+
+func TestSetPublishDeletePublish(t *testing.T) {
+	f := setup(t)
+	in, _ := subscribed(t, f)
 	f.hook.reset()
 	if err := f.store.SetPublish(bg, "k", []byte("v"), time.Minute, "inv", []byte("m1")); err != nil {
 		t.Fatal(err)
@@ -87,13 +95,7 @@ func TestSetPublishDeletePublish(t *testing.T) {
 
 func TestSubscriptionReportsLossAndResubscribes(t *testing.T) {
 	f := setup(t)
-	in := &inbox{}
-	sub, err := f.store.Subscribe("inv", in.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	<-sub.Ready()
+	in, sub := subscribed(t, f)
 	f.srv.Kill()
 	waitUntil(t, "loss reported", func() bool { _, l, _ := in.snapshot(); return l == 1 })
 	f.srv.Restart()
