@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/cipher"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
 var benchSizes = []struct {
@@ -25,7 +27,7 @@ var benchAAD = []byte("\x03\x00\x00\x00\x07default\x00\x00\x00\x0cusers:get:42\x
 func rawAEAD(tb testing.TB) cipher.AEAD {
 	tb.Helper()
 	var k [KeySize]byte
-	if err := deriveKey(&k, unhex(tb, testKeyHex), DomainEncryption, "bench"); err != nil {
+	if err := deriveKey(&k, vectors.Hex(tb, testKeyHex), DomainEncryption, "bench"); err != nil {
 		tb.Fatal(err)
 	}
 	a, err := newAEAD(&k)

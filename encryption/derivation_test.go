@@ -6,12 +6,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
 // The salt layout the protocol gives byte by byte, for domain "cache" and
 // tenant "tenant-123".
 func TestSaltLayout(t *testing.T) {
-	want := unhex(t, "63616368656b69745f76315f"+"05"+"6361636865"+"000a"+"74656e616e742d313233")
+	want := vectors.Hex(t, "63616368656b69745f76315f"+"05"+"6361636865"+"000a"+"74656e616e742d313233")
 	if got := appendSalt(nil, "cache", "tenant-123"); !bytes.Equal(got, want) {
 		t.Fatalf("salt = %x, want %x", got, want)
 	}
@@ -94,7 +96,7 @@ func TestVectorsMasterKeyInput(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ParseMasterKeyHex refused an accept row: %v", err)
 				}
-				if !bytes.Equal(key, unhex(t, row.MasterKeyHex)) {
+				if !bytes.Equal(key, vectors.Hex(t, row.MasterKeyHex)) {
 					t.Fatal("ParseMasterKeyHex decoded other bytes than hex decoding does")
 				}
 				fp, err := Fingerprint(key, DefaultTenant)
@@ -114,7 +116,7 @@ func TestVectorsMasterKeyInput(t *testing.T) {
 				checkReseals(t, m, row.sealedRow)
 				// Uppercase hex is the same key.
 				up, err := ParseMasterKeyHex(strings.ToUpper(row.MasterKeyHex))
-				if err != nil || !bytes.Equal(up, unhex(t, row.MasterKeyHex)) {
+				if err != nil || !bytes.Equal(up, vectors.Hex(t, row.MasterKeyHex)) {
 					t.Fatalf("uppercase form: %v", err)
 				}
 			})
@@ -135,7 +137,7 @@ func TestVectorsMasterKeyInput(t *testing.T) {
 	t.Run("raw_reject", func(t *testing.T) {
 		for _, row := range rows(t, "master_key_input.raw_reject_vectors", in.RawRejectVectors) {
 			t.Run(row.Name, func(t *testing.T) {
-				raw := unhex(t, row.RawKeyHex)
+				raw := vectors.Hex(t, row.RawKeyHex)
 				_, err := NewManager(Config{MasterKey: raw})
 				if !errors.Is(err, ErrInvalidConfig) {
 					t.Fatalf("NewManager(raw) err = %v, want ErrInvalidConfig", err)

@@ -17,7 +17,7 @@ func fuzzSeeds(f *testing.F) (tenant, keyHex string, seeds [][2][]byte) {
 	vectors.Decode(f, "encryption.json", &ef)
 	add := func(rs []sealedRow) {
 		for _, r := range rs {
-			seeds = append(seeds, [2][]byte{unhex(f, r.CiphertextHex), unhex(f, r.AADHex)})
+			seeds = append(seeds, [2][]byte{vectors.Hex(f, r.CiphertextHex), vectors.Hex(f, r.AADHex)})
 		}
 	}
 	add(ef.Vectors)

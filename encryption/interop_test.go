@@ -36,8 +36,8 @@ func TestVectorsInteropEncryption(t *testing.T) {
 			if got := m.Stats().Fingerprint; got != row.FingerprintHex {
 				t.Fatalf("fingerprint %s, want %s", got, row.FingerprintHex)
 			}
-			sealed := unhex(t, row.CiphertextHex)
-			if !bytes.Equal(sealed[:NonceSize], unhex(t, row.NonceHex)) {
+			sealed := vectors.Hex(t, row.CiphertextHex)
+			if !bytes.Equal(sealed[:NonceSize], vectors.Hex(t, row.NonceHex)) {
 				t.Fatal("vector's nonce is not the sealed value's first 12 bytes")
 			}
 			checkOpens(t, m, row.sealedRow, 0)
@@ -63,9 +63,9 @@ func TestVectorsInteropAAD(t *testing.T) {
 				t.Fatal("no encryption vector shares this AAD's tenant and cache key")
 			}
 			m := staticManager(t, row.TenantID, match.MasterKeyHex)
-			aad, sealed := unhex(t, row.AADHex), unhex(t, match.CiphertextHex)
+			aad, sealed := vectors.Hex(t, row.AADHex), vectors.Hex(t, match.CiphertextHex)
 			got, _, err := m.DecryptNow(nil, sealed, aad)
-			if err != nil || !bytes.Equal(got, unhex(t, match.PlaintextHex)) {
+			if err != nil || !bytes.Equal(got, vectors.Hex(t, match.PlaintextHex)) {
 				t.Fatalf("pinned AAD does not open the interop vector: %v", err)
 			}
 			for i := range aad {
@@ -117,13 +117,13 @@ func TestWycheproofAESGCM(t *testing.T) {
 			n++
 			t.Run(hex.EncodeToString([]byte{byte(tc.TcID >> 8), byte(tc.TcID)}), func(t *testing.T) {
 				var key [KeySize]byte
-				copy(key[:], unhex(t, tc.Key))
+				copy(key[:], vectors.Hex(t, tc.Key))
 				a, err := newAEAD(&key)
 				if err != nil {
 					t.Fatal(err)
 				}
-				iv, aad, msg := unhex(t, tc.IV), unhex(t, tc.AAD), unhex(t, tc.Msg)
-				sealed := append(append(bytes.Clone(iv), unhex(t, tc.CT)...), unhex(t, tc.Tag)...)
+				iv, aad, msg := vectors.Hex(t, tc.IV), vectors.Hex(t, tc.AAD), vectors.Hex(t, tc.Msg)
+				sealed := append(append(bytes.Clone(iv), vectors.Hex(t, tc.CT)...), vectors.Hex(t, tc.Tag)...)
 				got, idx, err := openWith([]cipher.AEAD{a}, nil, sealed, aad)
 				switch tc.Result {
 				case "valid":

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
 // gatedProvider blocks every call until release is closed, counting calls.
@@ -23,7 +25,7 @@ func newGatedProvider(t *testing.T) *gatedProvider {
 	return &gatedProvider{
 		started: make(chan struct{}, 1000),
 		release: make(chan struct{}),
-		keys:    func() Keys { return Keys{Current: unhex(t, testKeyHex)} },
+		keys:    func() Keys { return Keys{Current: vectors.Hex(t, testKeyHex)} },
 	}
 }
 
@@ -87,7 +89,7 @@ func TestBlockingProviderDefers(t *testing.T) {
 	}
 	// A deferred decryption reports its key index.
 	m2 := providerManager(t, func(context.Context) (Keys, error) {
-		return Keys{Current: bytes.Repeat([]byte{9}, KeySize), Previous: [][]byte{unhex(t, testKeyHex)}}, nil
+		return Keys{Current: bytes.Repeat([]byte{9}, KeySize), Previous: [][]byte{vectors.Hex(t, testKeyHex)}}, nil
 	})
 	_, _, d3, err := m2.DecryptNowInfo(nil, sealed, aad)
 	if d3 == nil || err != nil {
@@ -135,7 +137,7 @@ func TestFailedDerivationIsRetried(t *testing.T) {
 		if calls.Add(1) == 1 {
 			return Keys{}, boom
 		}
-		return Keys{Current: unhex(t, testKeyHex)}, nil
+		return Keys{Current: vectors.Hex(t, testKeyHex)}, nil
 	})
 	err := m.Warm(context.Background())
 	var pe *ProviderError
@@ -174,7 +176,7 @@ func TestProviderPanicAndBadKeys(t *testing.T) {
 		t.Fatalf("provider with no key: %v", err)
 	}
 	m = providerManager(t, func(context.Context) (Keys, error) {
-		k := unhex(t, testKeyHex)
+		k := vectors.Hex(t, testKeyHex)
 		return Keys{Current: k, Previous: [][]byte{bytes.Clone(k)}}, nil
 	})
 	if err := m.Warm(context.Background()); !errors.Is(err, ErrInvalidConfig) {
@@ -185,7 +187,7 @@ func TestProviderPanicAndBadKeys(t *testing.T) {
 func TestCloseDuringDerivation(t *testing.T) {
 	g := newGatedProvider(t)
 	var handed Keys
-	g.keys = func() Keys { handed = Keys{Current: unhex(t, testKeyHex)}; return handed }
+	g.keys = func() Keys { handed = Keys{Current: vectors.Hex(t, testKeyHex)}; return handed }
 	m := providerManager(t, g.provide)
 	_, d, _ := m.EncryptNow(nil, []byte("x"), nil)
 	waitErr := make(chan error, 1)
@@ -207,7 +209,7 @@ func TestCloseDuringDerivation(t *testing.T) {
 	var slowKeys Keys
 	m2 := providerManager(t, func(context.Context) (Keys, error) {
 		<-slow
-		slowKeys = Keys{Current: unhex(t, testKeyHex), Previous: [][]byte{unhex(t, "2222222222222222222222222222222222222222222222222222222222222222")}}
+		slowKeys = Keys{Current: vectors.Hex(t, testKeyHex), Previous: [][]byte{vectors.Hex(t, "2222222222222222222222222222222222222222222222222222222222222222")}}
 		return slowKeys, nil
 	})
 	errc := make(chan error, 1)
@@ -260,7 +262,7 @@ func TestClosedManager(t *testing.T) {
 }
 
 func TestNewManagerConfig(t *testing.T) {
-	key := unhex(t, testKeyHex)
+	key := vectors.Hex(t, testKeyHex)
 	prev := [][]byte{bytes.Repeat([]byte{2}, KeySize)}
 	p := func(context.Context) (Keys, error) { return Keys{}, nil }
 	cases := []struct {
@@ -317,7 +319,7 @@ func TestNewManagerConfig(t *testing.T) {
 func TestProviderKeysAreZeroed(t *testing.T) {
 	var handed Keys
 	m := providerManager(t, func(context.Context) (Keys, error) {
-		handed = Keys{Current: unhex(t, testKeyHex), Previous: [][]byte{bytes.Repeat([]byte{3}, KeySize)}}
+		handed = Keys{Current: vectors.Hex(t, testKeyHex), Previous: [][]byte{bytes.Repeat([]byte{3}, KeySize)}}
 		return handed, nil
 	})
 	if err := m.Warm(context.Background()); err != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
 var testKeyHex = "6161616161616161616161616161616161616161616161616161616161616161"
@@ -103,10 +105,10 @@ func TestNonceExhaustionBoundary(t *testing.T) {
 		t.Fatalf("Stats = exhausted %v, encryptions %d; want true, 2", st.NonceExhausted, st.Encryptions)
 	}
 	// Decryption is unaffected by exhaustion.
-	sealed := unhex(t, "f8f69c70000000000000000087d9ec09f2c2347a4b37d5330ccf50e3c31e69642801bef5")
+	sealed := vectors.Hex(t, "f8f69c70000000000000000087d9ec09f2c2347a4b37d5330ccf50e3c31e69642801bef5")
 	m2 := staticManager(t, "cross-sdk-test", testKeyHex)
 	m2.setNonceForTest(1, counterLimit)
-	if _, _, err := m2.DecryptNow(nil, sealed, unhex(t, "030000000e63726f73732d73646b2d746573740000000d746573743a766563746f723a31000000076d73677061636b0000000546616c7365")); err != nil {
+	if _, _, err := m2.DecryptNow(nil, sealed, vectors.Hex(t, "030000000e63726f73732d73646b2d746573740000000d746573743a766563746f723a31000000076d73677061636b0000000546616c7365")); err != nil {
 		t.Fatalf("decrypt on an exhausted key: %v", err)
 	}
 }
@@ -169,7 +171,7 @@ func TestInstanceIDsAreDistinct(t *testing.T) {
 }
 
 func TestParseNonce(t *testing.T) {
-	sealed := append(unhex(t, "0102030405060708aabbccdd"), make([]byte, TagSize)...)
+	sealed := append(vectors.Hex(t, "0102030405060708aabbccdd"), make([]byte, TagSize)...)
 	id, c, err := ParseNonce(sealed)
 	if err != nil || id != 0x0102030405060708 || c != 0xaabbccdd {
 		t.Fatalf("ParseNonce = %#x, %#x, %v", id, c, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
 // nowResult runs a Now call to completion: its own result, or its
@@ -41,7 +43,7 @@ func sameError(a, b error) string {
 // through Encrypt/Decrypt, and requires identical errors.
 func TestNowAndGeneralPathsFailAlike(t *testing.T) {
 	ctx := context.Background()
-	key := unhex(t, testKeyHex)
+	key := vectors.Hex(t, testKeyHex)
 	sealedBy := func(aad string) []byte {
 		m := staticManager(t, "parity", testKeyHex)
 		s, _, _ := m.EncryptNow(nil, []byte("value"), []byte(aad))

@@ -106,21 +106,12 @@ func rows[T any](t *testing.T, group string, rs []T) []T {
 	return rs
 }
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatalf("bad hex in vector: %v", err)
-	}
-	return b
-}
-
 // staticManager builds a ready Manager from hex master keys.
 func staticManager(t testing.TB, tenant, currentHex string, previousHex ...string) *Manager {
 	t.Helper()
-	cfg := Config{MasterKey: unhex(t, currentHex), Tenant: tenant}
+	cfg := Config{MasterKey: vectors.Hex(t, currentHex), Tenant: tenant}
 	for _, p := range previousHex {
-		cfg.PreviousKeys = append(cfg.PreviousKeys, unhex(t, p))
+		cfg.PreviousKeys = append(cfg.PreviousKeys, vectors.Hex(t, p))
 	}
 	m, err := NewManager(cfg)
 	if err != nil {
@@ -134,7 +125,7 @@ func staticManager(t testing.TB, tenant, currentHex string, previousHex ...strin
 // Now path and the general path, with the expected keyring index.
 func checkOpens(t *testing.T, m *Manager, row sealedRow, wantIndex int) {
 	t.Helper()
-	sealed, aad, want := unhex(t, row.CiphertextHex), unhex(t, row.AADHex), unhex(t, row.PlaintextHex)
+	sealed, aad, want := vectors.Hex(t, row.CiphertextHex), vectors.Hex(t, row.AADHex), vectors.Hex(t, row.PlaintextHex)
 	got, info, d, err := m.DecryptNowInfo(nil, sealed, aad)
 	if d != nil || err != nil {
 		t.Fatalf("DecryptNowInfo: deferred=%v err=%v", d != nil, err)
@@ -152,7 +143,7 @@ func checkOpens(t *testing.T, m *Manager, row sealedRow, wantIndex int) {
 // positioned through the real reservation path, reproduces row's bytes.
 func checkReseals(t *testing.T, m *Manager, row sealedRow) {
 	t.Helper()
-	sealed, aad, pt := unhex(t, row.CiphertextHex), unhex(t, row.AADHex), unhex(t, row.PlaintextHex)
+	sealed, aad, pt := vectors.Hex(t, row.CiphertextHex), vectors.Hex(t, row.AADHex), vectors.Hex(t, row.PlaintextHex)
 	m.setNonceForTest(binary.BigEndian.Uint64(sealed[:8]), uint64(binary.BigEndian.Uint32(sealed[8:NonceSize])))
 	got, d, err := m.EncryptNow(make([]byte, 0, len(pt)+Overhead), pt, aad)
 	if d != nil || err != nil {
@@ -191,7 +182,7 @@ func TestVectorsAADReject(t *testing.T) {
 	m := staticManager(t, f.TenantID, f.MasterKeyHex)
 	for _, row := range rows(t, "aad_reject_vectors", f.AADRejectVectors) {
 		t.Run(row.Name, func(t *testing.T) {
-			checkRejects(t, m, unhex(t, row.CiphertextHex), unhex(t, row.AADHex))
+			checkRejects(t, m, vectors.Hex(t, row.CiphertextHex), vectors.Hex(t, row.AADHex))
 		})
 	}
 }
@@ -200,7 +191,7 @@ func TestVectorsKeyringEntries(t *testing.T) {
 	f := loadEncryptionFile(t)
 	for _, e := range rows(t, "keyring.entries", f.Keyring.Entries) {
 		t.Run(e.ID, func(t *testing.T) {
-			fp, err := Fingerprint(unhex(t, e.MasterKeyHex), f.Keyring.TenantID)
+			fp, err := Fingerprint(vectors.Hex(t, e.MasterKeyHex), f.Keyring.TenantID)
 			if err != nil || hex.EncodeToString(fp[:]) != e.FingerprintHex {
 				t.Fatalf("Fingerprint = %x, %v; want %s", fp, err, e.FingerprintHex)
 			}
@@ -221,7 +212,7 @@ func TestVectorsKeyring(t *testing.T) {
 			if !ok {
 				t.Fatalf("unknown key id %q", row.EncryptedWith)
 			}
-			sealed, aad := unhex(t, row.CiphertextHex), unhex(t, row.AADHex)
+			sealed, aad := vectors.Hex(t, row.CiphertextHex), vectors.Hex(t, row.AADHex)
 
 			// The key that sealed it, alone: decrypts at index 0, and
 			// re-encrypts byte for byte.

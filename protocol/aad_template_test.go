@@ -71,7 +71,7 @@ func TestAADTemplateVectors(t *testing.T) {
 			}
 			rows++
 			t.Run(file+strings.TrimPrefix(r.path, "/"), func(t *testing.T) {
-				want := unhex(t, r.aadHex)
+				want := vectors.Hex(t, r.aadHex)
 				tpl, err := NewAADTemplate(r.tenant, "", r.format, r.compressed)
 				if err != nil {
 					t.Fatal(err)

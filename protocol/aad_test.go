@@ -80,7 +80,7 @@ func TestAADVectors(t *testing.T) {
 			t.Logf("%s: %d aad rows", file, len(rows))
 			for _, r := range rows {
 				t.Run(strings.TrimPrefix(r.path, "/"), func(t *testing.T) {
-					want := unhex(t, r.aadHex)
+					want := vectors.Hex(t, r.aadHex)
 					var got []byte
 					var err error
 					if r.originalType != nil {

@@ -121,13 +121,13 @@ func iopAcceptCorpus(t testing.TB) map[string][]byte {
 		out["bounds/"+r.Name] = r.input(t)
 	}
 	for _, r := range vectors.Group[iopReaderRow](t, "interop-mode.json", "reader_accept_vectors") {
-		out["reader/"+r.Name] = iopHex(t, r.MsgpackHex)
+		out["reader/"+r.Name] = vectors.Hex(t, r.MsgpackHex)
 	}
 	for _, r := range vectors.Group[iopValueRow](t, "interop-mode.json", "value_vectors") {
-		out["value/"+r.Name] = iopHex(t, r.CanonicalMsgpackHex)
+		out["value/"+r.Name] = vectors.Hex(t, r.CanonicalMsgpackHex)
 	}
 	for _, r := range vectors.Group[iopKeyRow](t, "interop-mode.json", "key_vectors") {
-		out["key/"+r.Name] = iopHex(t, r.CanonicalArgsHex)
+		out["key/"+r.Name] = vectors.Hex(t, r.CanonicalArgsHex)
 	}
 	return out
 }

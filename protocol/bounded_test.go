@@ -33,8 +33,8 @@ type iopBoundsRow struct {
 // against the pinned hex and length.
 func (r iopBoundsRow) input(t testing.TB) []byte {
 	t.Helper()
-	b := append(bytes.Repeat(iopHex(t, r.Construction.RepeatHex), r.Construction.Count), iopHex(t, r.Construction.SuffixHex)...)
-	if r.InputHex != "" && !bytes.Equal(b, iopHex(t, r.InputHex)) {
+	b := append(bytes.Repeat(vectors.Hex(t, r.Construction.RepeatHex), r.Construction.Count), vectors.Hex(t, r.Construction.SuffixHex)...)
+	if r.InputHex != "" && !bytes.Equal(b, vectors.Hex(t, r.InputHex)) {
 		t.Fatalf("construction disagrees with input_hex")
 	}
 	if len(b) != r.InputLen {
@@ -128,7 +128,7 @@ func TestInteropReaderAcceptVectors(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
-			in := iopHex(t, row.MsgpackHex)
+			in := vectors.Hex(t, row.MsgpackHex)
 			if err := CheckMsgpack(in, DecodeLimits{}); err != nil {
 				t.Fatalf("CheckMsgpack: %v", err)
 			}
@@ -158,7 +158,7 @@ func TestInteropReaderRejectVectors(t *testing.T) {
 	}](t, "interop-mode.json", "reader_reject_vectors")
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
-			in := iopHex(t, row.MsgpackHex)
+			in := vectors.Hex(t, row.MsgpackHex)
 			err := CheckMsgpack(in, DecodeLimits{})
 			if !errors.Is(err, ErrMalformed) || errors.Is(err, ErrPythonFrame) {
 				t.Fatalf("CheckMsgpack = %v, want a malformed (not CK) rejection", err)
@@ -179,7 +179,7 @@ func TestInteropReaderRejectVectors(t *testing.T) {
 const iopCKFrame = "434b030000004d7b2273223a202264656661756c74222c20226d223a207b22666f726d6174223a20226d73677061636b222c2022636f6d70726573736564223a2066616c73657d2c202276223a2022322e30227d68656c6c6f2c2063616368656b697421"
 
 func TestCheckMsgpackPythonFrame(t *testing.T) {
-	for _, in := range [][]byte{iopHex(t, iopCKFrame), []byte("CK"), []byte("CK\x03")} {
+	for _, in := range [][]byte{vectors.Hex(t, iopCKFrame), []byte("CK"), []byte("CK\x03")} {
 		err := CheckMsgpack(in, DecodeLimits{})
 		if !errors.Is(err, ErrPythonFrame) || !strings.Contains(err.Error(), "written by the Python SDK (CK frame)") {
 			t.Fatalf("CheckMsgpack(%x...) = %v", in[:2], err)
@@ -254,7 +254,7 @@ func TestHugeDeclaredLengthsAllocateNothing(t *testing.T) {
 	inputs := []string{"ddffffffff", "dfffffffff", "c6ffffffff41", "dbffffffff41", "c9ffffffff0541", "df80000000",
 		"dc ffff", "de ffff c0", "91 ddffffffff", "ddffffffffdd00000001", "c7ff05", "c8ffff05"}
 	for _, h := range inputs {
-		in := iopHex(t, strings.ReplaceAll(h, " ", ""))
+		in := vectors.Hex(t, strings.ReplaceAll(h, " ", ""))
 		if err := CheckMsgpack(in, DecodeLimits{}); err != errOverclaim {
 			t.Errorf("%s: %v, want overclaim", h, err)
 		}
@@ -273,7 +273,7 @@ func TestHugeDeclaredLengthsAllocateNothing(t *testing.T) {
 }
 
 func TestMaxBytes(t *testing.T) {
-	in := iopHex(t, "94c0c0c0c0")
+	in := vectors.Hex(t, "94c0c0c0c0")
 	if err := CheckMsgpack(in, DecodeLimits{MaxBytes: 4}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("5 bytes at MaxBytes 4: %v", err)
 	}
@@ -311,7 +311,7 @@ func TestDecodeMsgpackTypes(t *testing.T) {
 		{"81910102", Map{{[]any{int64(1)}, int64(2)}}},
 	}
 	for _, c := range cases {
-		in := iopHex(t, c.hex)
+		in := vectors.Hex(t, c.hex)
 		got, err := DecodeMsgpack(in, DecodeLimits{})
 		if err != nil {
 			t.Errorf("%s: %v", c.hex, err)
@@ -337,7 +337,7 @@ func TestDecodeMsgpackTypes(t *testing.T) {
 		t.Errorf("[0xc1]: %v", err)
 	}
 	// Decoded bytes never alias the input.
-	in := iopHex(t, "c40161")
+	in := vectors.Hex(t, "c40161")
 	v, _ := DecodeMsgpack(in, DecodeLimits{})
 	in[2] = 'z'
 	if string(v.([]byte)) != "a" {
@@ -350,8 +350,8 @@ func TestCheckMsgpackAllocations(t *testing.T) {
 		"100B":     iopStructLike(100),
 		"1KiB":     iopStructLike(1024),
 		"depth32":  iopNested("\x91", 32, "\xc0"),
-		"overflow": iopHex(t, "dfffffffff"),
-		"trailing": iopHex(t, "c0c0"),
+		"overflow": vectors.Hex(t, "dfffffffff"),
+		"trailing": vectors.Hex(t, "c0c0"),
 		"ck":       []byte("CK\x03"),
 		"toodeep":  iopNested("\x91", 2000, "\xc0"),
 	}

@@ -37,9 +37,9 @@ const hostileLimit = 64 << 10
 func TestEnvelopeHostileHeaderAllocation(t *testing.T) {
 	rows := map[string][]byte{}
 	for _, r := range vectors.Group[rejectRow](t, "wire-format.json", "reject_vectors") {
-		rows[r.Name] = unhex(t, r.EnvelopeHex)
+		rows[r.Name] = vectors.Hex(t, r.EnvelopeHex)
 	}
-	claim512 := unhex(t, "94c412"+ssBlock+ssChecksum+"ce20000000"+ssFormat)
+	claim512 := vectors.Hex(t, "94c412"+ssBlock+ssChecksum+"ce20000000"+ssFormat)
 	cases := []struct {
 		name   string
 		env    []byte

@@ -53,7 +53,7 @@ func specRejectRows() map[string]struct {
 func TestEnvelopeSpecRejectRows(t *testing.T) {
 	for name, row := range specRejectRows() {
 		t.Run(name, func(t *testing.T) {
-			env := unhex(t, row.hex)
+			env := vectors.Hex(t, row.hex)
 			checkReject(t, rejectRow{Name: name, RejectStep: row.step}, env)
 		})
 	}
@@ -62,7 +62,7 @@ func TestEnvelopeSpecRejectRows(t *testing.T) {
 // The slots-overclaim row must be refused by the pre-scan itself, before the
 // typed decode: calling the guard directly shows the read path's error is its.
 func TestEnvelopePrescanOwnsOverclaim(t *testing.T) {
-	env := unhex(t, specRejectRows()["reject_envelope_slots_overclaim"].hex)
+	env := vectors.Hex(t, specRejectRows()["reject_envelope_slots_overclaim"].hex)
 	if len(env) != 42 {
 		t.Fatalf("overclaim row is %d B, the spec says 42", len(env))
 	}
@@ -161,7 +161,7 @@ func TestEnvelopeSealBin8Bin16Boundary(t *testing.T) {
 	var input []byte
 	for _, r := range vectors.Group[wireRow](t, "wire-format.json", "vectors") {
 		if r.Name == "width_boundary_bin16" {
-			input = unhex(t, r.InputHex)
+			input = vectors.Hex(t, r.InputHex)
 		}
 	}
 	if len(input) != 300 {
@@ -193,7 +193,7 @@ func TestEnvelopeSealBin8Bin16Boundary(t *testing.T) {
 // Steps 1 and 3 need envelopes over 512 MiB; the spec says to test them with
 // lowered caps through the same read path.
 func TestEnvelopeLoweredCaps(t *testing.T) {
-	env := unhex(t, ssBin)
+	env := vectors.Hex(t, ssBin)
 	lim := defaultEnvelopeLimits
 	lim.maxEnvelope = uint64(len(env)) - 1
 	_, err := openEnvelope(nil, env, lim)
@@ -227,9 +227,9 @@ func TestEnvelopeRatioEdge(t *testing.T) {
 		{18000, reasonLength},
 		{18001, reasonRatio},
 	} {
-		env := unhex(t, "94c412"+ssBlock+ssChecksum)
+		env := vectors.Hex(t, "94c412"+ssBlock+ssChecksum)
 		env = appendMsgpackUint(env, c.size)
-		env = append(env, unhex(t, ssFormat)...)
+		env = append(env, vectors.Hex(t, ssFormat)...)
 		_, err := OpenEnvelope(nil, env)
 		var fe *FormatError
 		if !errors.As(err, &fe) || fe.Reason != c.reason {

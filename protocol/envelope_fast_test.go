@@ -123,13 +123,13 @@ func shortcutSeeds(t testing.TB) [][]byte {
 	t.Helper()
 	var seeds [][]byte
 	for _, r := range vectors.Group[wireRow](t, "wire-format.json", "vectors") {
-		seeds = append(seeds, unhex(t, r.EnvelopeHex))
+		seeds = append(seeds, vectors.Hex(t, r.EnvelopeHex))
 	}
 	for _, r := range vectors.Group[rejectRow](t, "wire-format.json", "reject_vectors") {
-		seeds = append(seeds, unhex(t, r.EnvelopeHex))
+		seeds = append(seeds, vectors.Hex(t, r.EnvelopeHex))
 	}
 	for _, r := range specRejectRows() {
-		seeds = append(seeds, unhex(t, r.hex))
+		seeds = append(seeds, vectors.Hex(t, r.hex))
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, n := range []int{0, 1, 2, 100, 127, 128, 255, 256, 1024} {
@@ -151,18 +151,18 @@ func shortcutSeeds(t testing.TB) [][]byte {
 	}
 	// Valid but not canonical: the general reader accepts these, the
 	// shortcut must hand them over.
-	block := unhex(t, ssBlock)
+	block := vectors.Hex(t, ssBlock)
 	seeds = append(seeds,
-		unhex(t, "94c50012"+ssBlock+ssChecksum+ssSize+ssFormat),              // bin16 for 18 bytes
-		unhex(t, "94c600000012"+ssBlock+ssChecksum+ssSize+ssFormat),          // bin32 for 18 bytes
-		unhex(t, "94c412"+ssBlock+"98cd006d"+ssChecksum[4:]+ssSize+ssFormat), // uint16 checksum element
-		unhex(t, "94c412"+ssBlock+ssChecksum+"cf0000000000000010"+ssFormat),  // uint64 original_size
-		unhex(t, "94c412"+ssBlock+ssChecksum+"cc10"+ssFormat),                // uint8 original_size
-		unhex(t, "94c412"+ssBlock+ssChecksum+ssSize+"d9076d73677061636b"),    // str8 format
-		unhex(t, "94c412"+ssBlock+ssChecksum+ssSize+"a86d7367c3a470636b"),    // non-ASCII UTF-8 format
-		unhex(t, "94c412"+ssBlock+ssChecksum+ssSize+"a0"),                    // empty format
-		unhex(t, "94c400"+ssChecksum+ssSize+ssFormat),                        // empty bin
-		unhex(t, "94c412"+ssBlock+ssChecksum+ssSize+ssFormat+"c0"),           // trailing byte
+		vectors.Hex(t, "94c50012"+ssBlock+ssChecksum+ssSize+ssFormat),              // bin16 for 18 bytes
+		vectors.Hex(t, "94c600000012"+ssBlock+ssChecksum+ssSize+ssFormat),          // bin32 for 18 bytes
+		vectors.Hex(t, "94c412"+ssBlock+"98cd006d"+ssChecksum[4:]+ssSize+ssFormat), // uint16 checksum element
+		vectors.Hex(t, "94c412"+ssBlock+ssChecksum+"cf0000000000000010"+ssFormat),  // uint64 original_size
+		vectors.Hex(t, "94c412"+ssBlock+ssChecksum+"cc10"+ssFormat),                // uint8 original_size
+		vectors.Hex(t, "94c412"+ssBlock+ssChecksum+ssSize+"d9076d73677061636b"),    // str8 format
+		vectors.Hex(t, "94c412"+ssBlock+ssChecksum+ssSize+"a86d7367c3a470636b"),    // non-ASCII UTF-8 format
+		vectors.Hex(t, "94c412"+ssBlock+ssChecksum+ssSize+"a0"),                    // empty format
+		vectors.Hex(t, "94c400"+ssChecksum+ssSize+ssFormat),                        // empty bin
+		vectors.Hex(t, "94c412"+ssBlock+ssChecksum+ssSize+ssFormat+"c0"),           // trailing byte
 		legacyEncode(block, beUint64([8]byte{0x6d, 0x8a, 0x34, 0xb6, 0x3a, 0x3c, 0x52, 0xd3}), 16, FormatMsgpack),
 	)
 	return seeds
@@ -224,7 +224,7 @@ func TestEnvelopeShortcutTakesCanonicalSeals(t *testing.T) {
 	// the checksum is read through the zero-padded window: all-fixint
 	// checksums with a small size and a short format. The shortcut must take
 	// them whole and, cut anywhere, hand them over.
-	block := unhex(t, ssBlock)
+	block := vectors.Hex(t, ssBlock)
 	for _, format := range []string{"", "a", FormatArrow, FormatOrjson} {
 		env := appendEnvelopeFields(nil, block, 0x0102030405060708, 16, format)
 		var r rawEnvelope
@@ -247,7 +247,7 @@ func TestEnvelopeShortcutTakesCanonicalSeals(t *testing.T) {
 		"legacy array":            "94dc0012" + strings.Repeat("00", 18) + ssChecksum + ssSize + ssFormat,
 	} {
 		var r rawEnvelope
-		if decodeCanonicalEnvelope(unhex(t, h), &r) {
+		if decodeCanonicalEnvelope(vectors.Hex(t, h), &r) {
 			t.Fatalf("shortcut took the %s", name)
 		}
 	}

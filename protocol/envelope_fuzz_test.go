@@ -17,15 +17,15 @@ import (
 func FuzzEnvelopeOpen(f *testing.F) {
 	seeds := 0
 	for _, r := range vectors.Group[wireRow](f, "wire-format.json", "vectors") {
-		f.Add(unhex(f, r.EnvelopeHex))
+		f.Add(vectors.Hex(f, r.EnvelopeHex))
 		seeds++
 	}
 	for _, r := range vectors.Group[rejectRow](f, "wire-format.json", "reject_vectors") {
-		f.Add(unhex(f, r.EnvelopeHex))
+		f.Add(vectors.Hex(f, r.EnvelopeHex))
 		seeds++
 	}
 	for _, r := range specRejectRows() {
-		f.Add(unhex(f, r.hex))
+		f.Add(vectors.Hex(f, r.hex))
 		seeds++
 	}
 	if seeds == 0 {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
 // jsonish returns n bytes of mildly compressible, JSON-like text: the shape
@@ -170,7 +172,7 @@ func TestEnvelopeTruncationAndTrailing(t *testing.T) {
 
 // Field encodings the strict decoder accepts or refuses beyond the vectors.
 func TestEnvelopeFieldEncodings(t *testing.T) {
-	hexes := func(parts ...string) []byte { return unhex(t, strings.Join(parts, "")) }
+	hexes := func(parts ...string) []byte { return vectors.Hex(t, strings.Join(parts, "")) }
 	accept := map[string][]byte{
 		// Non-shortest widths are legal MessagePack and rmp-serde reads them.
 		"bin16_for_short_block":  hexes("94c50012", ssBlock, ssChecksum, ssSize, ssFormat),
@@ -227,14 +229,14 @@ func TestEnvelopePrescanBounds(t *testing.T) {
 	}
 	// Two array32 headers claiming 2^32-1 each: the sum passes 2^32 and must
 	// not wrap into the budget.
-	wraps := unhex(t, "92ddffffffffddffffffff")
+	wraps := vectors.Hex(t, "92ddffffffffddffffffff")
 	wantEnvelopeErr(t, prescanEnvelope(wraps), ErrTooLarge, reasonPrescanBudget)
 	// A map pair counts two slots.
-	wantEnvelopeErr(t, prescanEnvelope(unhex(t, "82c0c0c0")), ErrTooLarge, reasonPrescanBudget)
+	wantEnvelopeErr(t, prescanEnvelope(vectors.Hex(t, "82c0c0c0")), ErrTooLarge, reasonPrescanBudget)
 	// A bin32 header claiming 4 GiB from a tiny input.
-	wantEnvelopeErr(t, prescanEnvelope(unhex(t, "94c6ffffffff00")), ErrTooLarge, reasonPrescanBudget)
+	wantEnvelopeErr(t, prescanEnvelope(vectors.Hex(t, "94c6ffffffff00")), ErrTooLarge, reasonPrescanBudget)
 	// Structurally incomplete although within budget.
-	wantEnvelopeErr(t, prescanEnvelope(unhex(t, "92dc0000")), ErrMalformed, reasonPrescanTruncated)
+	wantEnvelopeErr(t, prescanEnvelope(vectors.Hex(t, "92dc0000")), ErrMalformed, reasonPrescanTruncated)
 }
 
 func TestEnvelopeOverlapRefused(t *testing.T) {

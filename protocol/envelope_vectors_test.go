@@ -69,18 +69,9 @@ func construct(t testing.TB, segs []segment) []byte {
 	t.Helper()
 	var out []byte
 	for _, s := range segs {
-		out = append(out, bytes.Repeat(unhex(t, s.Hex), int(s.Count))...)
+		out = append(out, bytes.Repeat(vectors.Hex(t, s.Hex), int(s.Count))...)
 	}
 	return out
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatalf("bad hex in vector: %v", err)
-	}
-	return b
 }
 
 // wantEnvelopeErr fails unless err is an envelope *FormatError wrapping
@@ -112,7 +103,7 @@ func TestEnvelopeWireVectors(t *testing.T) {
 	}
 	for _, r := range rows {
 		t.Run(r.Name, func(t *testing.T) {
-			env, input := unhex(t, r.EnvelopeHex), unhex(t, r.InputHex)
+			env, input := vectors.Hex(t, r.EnvelopeHex), vectors.Hex(t, r.InputHex)
 			if uint64(len(env)) != uint64(r.EnvelopeSize) || uint64(len(input)) != uint64(r.InputSize) {
 				t.Fatalf("vector sizes disagree with its hex")
 			}
@@ -144,7 +135,7 @@ func TestEnvelopeWireVectors(t *testing.T) {
 				}
 			}
 			enc := appendEnvelopeFields(nil, e.Compressed, binary.BigEndian.Uint64(e.Checksum[:]), e.OriginalSize, e.Format)
-			if !bytes.Equal(enc, unhex(t, twin.EnvelopeHex)) {
+			if !bytes.Equal(enc, vectors.Hex(t, twin.EnvelopeHex)) {
 				t.Fatalf("canonical re-encode\n got %x\nwant %s", enc, twin.EnvelopeHex)
 			}
 			if legacy {
@@ -257,7 +248,7 @@ func checkRejectStep(t *testing.T, err error, step uint64, check string) {
 func TestEnvelopeRejectVectors(t *testing.T) {
 	for _, r := range vectors.Group[rejectRow](t, "wire-format.json", "reject_vectors") {
 		t.Run(r.Name, func(t *testing.T) {
-			env := unhex(t, r.EnvelopeHex)
+			env := vectors.Hex(t, r.EnvelopeHex)
 			if uint64(len(env)) != uint64(r.EnvelopeSize) {
 				t.Fatalf("vector size disagrees with its hex")
 			}

@@ -144,14 +144,6 @@ func iopExactInt(s string) (any, error) {
 }
 
 // iopHex decodes a hex string from a vector.
-func iopHex(tb testing.TB, s string) []byte {
-	tb.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		tb.Fatalf("bad hex in vector: %v", err)
-	}
-	return b
-}
 
 func TestTaggedJSONConverter(t *testing.T) {
 	raw := json.RawMessage(`[18446744073709551615, {"$int": "18446744073709551616"}, {"$float": "1e999"},

@@ -359,11 +359,11 @@ func TestLZ4CompressReproducesWireVectors(t *testing.T) {
 		if r.EnvelopeEncoding == "" {
 			continue
 		}
-		e, err := ParseEnvelope(unhex(t, r.EnvelopeHex))
+		e, err := ParseEnvelope(vectors.Hex(t, r.EnvelopeHex))
 		if err != nil {
 			t.Fatalf("%s: %v", r.Name, err)
 		}
-		if got := checkLZ4Compress(t, unhex(t, r.InputHex), nil); !bytes.Equal(got, e.Compressed) {
+		if got := checkLZ4Compress(t, vectors.Hex(t, r.InputHex), nil); !bytes.Equal(got, e.Compressed) {
 			t.Errorf("%s: block %x, vector %x", r.Name, got, e.Compressed)
 		}
 		checked++

@@ -21,15 +21,15 @@ func FuzzBoundedDecode(f *testing.F) {
 	}
 	for _, group := range []string{"reader_accept_vectors", "reader_reject_vectors"} {
 		for _, r := range vectors.Group[iopReaderRow](f, "interop-mode.json", group) {
-			f.Add(iopHex(f, r.MsgpackHex))
+			f.Add(vectors.Hex(f, r.MsgpackHex))
 			seeds++
 		}
 	}
 	for _, r := range vectors.Group[iopValueRow](f, "interop-mode.json", "value_vectors") {
-		f.Add(iopHex(f, r.CanonicalMsgpackHex))
+		f.Add(vectors.Hex(f, r.CanonicalMsgpackHex))
 		seeds++
 	}
-	f.Add(iopHex(f, iopCKFrame))
+	f.Add(vectors.Hex(f, iopCKFrame))
 	seeds++
 	if seeds == 0 {
 		f.Fatal("no seeds: the vector groups yielded nothing")
@@ -62,7 +62,7 @@ func FuzzBoundedDecode(f *testing.F) {
 func FuzzCanonicalArgs(f *testing.F) {
 	rows := vectors.Group[iopKeyRow](f, "interop-mode.json", "key_vectors")
 	for _, r := range rows {
-		f.Add(iopHex(f, r.CanonicalArgsHex))
+		f.Add(vectors.Hex(f, r.CanonicalArgsHex))
 	}
 	if len(rows) == 0 {
 		f.Fatal("no seeds: key_vectors yielded nothing")

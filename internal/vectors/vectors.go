@@ -3,6 +3,7 @@
 package vectors
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -57,4 +58,14 @@ func Group[T any](tb testing.TB, name, group string) []T {
 		tb.Fatalf("vectors: %s/%s yields zero rows", name, group)
 	}
 	return rows
+}
+
+// Hex decodes a hex field of a vector, failing the test on bad hex.
+func Hex(tb testing.TB, s string) []byte {
+	tb.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		tb.Fatalf("vectors: bad hex in vector: %v", err)
+	}
+	return b
 }
