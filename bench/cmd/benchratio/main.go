@@ -54,6 +54,7 @@ var pairs = []pair{
 	{ours: ck + "L1Hit/plain/bytes/100B", ref: peer + "LocalHit/bytes/100B", note: "both unencrypted"},
 	{ours: ck + "L2Get/encrypted/bytes/1KiB", ref: fl + "GoRedisGet/1KiB", target: 1.05, note: "raw GET of the same stored bytes"},
 	{ours: ck + "Set/encrypted/bytes/1KiB", ref: fl + "GoRedisSet/1KiB", target: 1.05, note: "raw SET of the same stored bytes"},
+	{ours: ck + "SetL2Only/encrypted/bytes/1KiB", ref: fl + "GoRedisSet/1KiB", note: "the same Set with L1 off: seal plus round trip"},
 	{ours: fl + "GoRedisSetAfterBusy2us/1KiB", ref: fl + "GoRedisSet/1KiB", note: "raw SET after 2us of client CPU: what CPU between round trips costs here"},
 	{ours: ck + "L2Get/encrypted/bytes/1KiB", ref: peer + "RedisGet/bytes/1KiB", note: "peer unencrypted, local cache skipped"},
 	{ours: ck + "Set/encrypted/bytes/1KiB", ref: peer + "Set/bytes/1KiB", note: "peer unencrypted"},
