@@ -325,13 +325,26 @@ func TestDefaultNumCounters(t *testing.T) {
 	cases := []struct{ maxBytes, want int64 }{
 		{1, minNumCounters},
 		{256 * 102, minNumCounters},
-		{256 * 103, 1030},
-		{1 << 30, 10 * (1 << 30) / 256},
+		{256 * 103, 1024},          // 1030 wanted
+		{256 * 205, 2048},          // 2050 wanted
+		{64 << 20, 1 << 21},        // 2,621,440 wanted
+		{1 << 30, 1 << 25},         // 41,943,040 wanted
+		{256 << 20, 1 << 23},       // 10,485,760 wanted
+		{(1 << 26) * 256, 1 << 26}, // ceiling
 		{math.MaxInt64, maxNumCounters},
 	}
 	for _, tc := range cases {
 		if got := defaultNumCounters(tc.maxBytes); got != tc.want {
 			t.Errorf("defaultNumCounters(%d) = %d, want %d", tc.maxBytes, got, tc.want)
+		}
+	}
+	// Every default is a power of two within a factor of two of the ten
+	// counters per expected entry it is derived from.
+	for mb := int64(1); mb < 1<<40; mb = mb*3 + 7 {
+		got := defaultNumCounters(mb)
+		want := min(max(mb/defaultEntryBytes*countersPerEntry, minNumCounters), maxNumCounters)
+		if got&(got-1) != 0 || got > want || 2*got <= want {
+			t.Fatalf("defaultNumCounters(%d) = %d for %d wanted", mb, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package l1
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -20,9 +21,10 @@ type Config struct {
 	MaxBytes int64
 
 	// NumCounters is the number of TinyLFU frequency counters (about 3 bytes
-	// each). Ten times the number of entries the cache holds when full works
-	// well. default: 10 × MaxBytes/256 (entries of about 256 bytes), clamped
-	// to [1024, 1<<26]. Must not be negative.
+	// each; ristretto rounds the count up to a power of two). Ten times the
+	// number of entries the cache holds when full works well. default: the
+	// largest power of two not above 10 × MaxBytes/256 (entries of about 256
+	// bytes), clamped to [1024, 1<<26]; 2 M for 64 MiB. Must not be negative.
 	NumCounters int64
 
 	// TTLJitter spreads expirations: each entry's TTL is shortened by a
@@ -100,11 +102,16 @@ func resolve(cfg Config) (settings, error) {
 	return s, nil
 }
 
-// defaultNumCounters derives the counter count from the byte capacity. The
+// defaultNumCounters derives the counter count from the byte capacity: the
+// largest power of two not above countersPerEntry per expected entry
+// (within [minNumCounters, maxNumCounters]). Ristretto rounds its sketch
+// width up to a power of two, so asking for 2.6 M counters (a 64 MiB cache)
+// would build a 4 M-wide sketch, 12.9 MB of heap where 2 M take 8.8 MB. The
 // ceiling is applied before multiplying, so huge capacities cannot overflow.
 func defaultNumCounters(maxBytes int64) int64 {
 	entries := min(maxBytes/defaultEntryBytes, maxNumCounters/countersPerEntry+1)
-	return min(max(entries*countersPerEntry, minNumCounters), maxNumCounters)
+	want := min(max(entries*countersPerEntry, minNumCounters), maxNumCounters)
+	return int64(1) << (bits.Len64(uint64(want)) - 1)
 }
 
 // jittered shortens ttl by a random fraction in [0, jitter). The result is
