@@ -30,12 +30,25 @@ func BenchmarkCachekit(b *testing.B) {
 	b.Run("L2GetParallel/encrypted/bytes/1KiB", func(b *testing.B) { benchL2Get(b, 1024, true) })
 }
 
-// run drives op for b.N iterations, serially with b.Loop or spread over
-// GOMAXPROCS goroutines with b.RunParallel. newState gives each goroutine
-// its own scratch (a dst buffer, a struct).
-func run[S any](b *testing.B, parallel bool, newState func() S, op func(*S) error) {
+// how says how run drives a row: serially with b.Loop or spread over
+// GOMAXPROCS goroutines with b.RunParallel, and whether the row goes
+// through Redis (then it starts from steady state, see steady, and reports
+// faults/op).
+type how struct{ parallel, redis bool }
+
+// run drives op for b.N iterations as h says. newState gives each
+// goroutine its own scratch (a dst buffer, a struct).
+func run[S any](b *testing.B, h how, newState func() S, op func(*S) error) {
+	if h.redis {
+		s := newState()
+		steady(b, func() error { return op(&s) })
+	}
 	b.ReportAllocs()
-	if !parallel {
+	faults := minorFaults()
+	if h.redis {
+		defer func() { reportFaults(b, faults) }()
+	}
+	if !h.parallel {
 		s := newState()
 		for b.Loop() {
 			if err := op(&s); err != nil {
@@ -65,7 +78,7 @@ func benchReadBytes(b *testing.B, cfg clientConfig, n int, parallel bool) {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(n))
-	run(b, parallel, func() []byte { return make([]byte, 0, n) }, func(dst *[]byte) error {
+	run(b, how{parallel: parallel, redis: cfg.redis}, func() []byte { return make([]byte, 0, n) }, func(dst *[]byte) error {
 		var err error
 		*dst, err = c.AppendValue(bg, (*dst)[:0], key)
 		return err
@@ -83,7 +96,7 @@ func benchL1HitStruct(b *testing.B, encrypted bool, n int, parallel bool) {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(n))
-	run(b, parallel, func() fixture.Record { return fixture.Record{} }, func(r *fixture.Record) error {
+	run(b, how{parallel: parallel}, func() fixture.Record { return fixture.Record{} }, func(r *fixture.Record) error {
 		return c.Get(bg, key, r)
 	})
 }
@@ -100,7 +113,7 @@ func benchSet(b *testing.B, n int, withL1 bool) {
 	key := benchKey(b, "set")
 	v := fixture.NewBytes(n)
 	b.SetBytes(int64(n))
-	run(b, false, func() struct{} { return struct{}{} }, func(*struct{}) error {
+	run(b, how{redis: true}, func() struct{} { return struct{}{} }, func(*struct{}) error {
 		return c.SetWithTTL(bg, key, v, time.Hour)
 	})
 }
@@ -119,7 +132,7 @@ func benchMany(b *testing.B, count int, batched bool) {
 	}
 	b.SetBytes(int64(count * len(v)))
 	if batched {
-		run(b, false, func() struct{} { return struct{}{} }, func(*struct{}) error {
+		run(b, how{redis: true}, func() struct{} { return struct{}{} }, func(*struct{}) error {
 			got, err := cachekit.MGet[[]byte](bg, c, keys)
 			if err == nil && len(got) != count {
 				b.Fatalf("MGet returned %d of %d values", len(got), count)
@@ -128,7 +141,7 @@ func benchMany(b *testing.B, count int, batched bool) {
 		})
 		return
 	}
-	run(b, false, func() []byte { return make([]byte, 0, 100) }, func(dst *[]byte) error {
+	run(b, how{redis: true}, func() []byte { return make([]byte, 0, 100) }, func(dst *[]byte) error {
 		for _, k := range keys {
 			var err error
 			if *dst, err = c.AppendValue(bg, (*dst)[:0], k); err != nil {
@@ -151,7 +164,7 @@ func benchGetOrLoadHit(b *testing.B) {
 		return fixture.Record{}, nil
 	}
 	b.SetBytes(100)
-	run(b, false, func() struct{} { return struct{}{} }, func(*struct{}) error {
+	run(b, how{}, func() struct{} { return struct{}{} }, func(*struct{}) error {
 		_, err := cachekit.GetOrLoad(bg, c, key, time.Hour, loader)
 		return err
 	})

@@ -111,13 +111,13 @@ func benchGoRedisGet(b *testing.B) {
 	rdb := rawRedis(b)
 	key, stored := storedBytes1KiB(b)
 	b.SetBytes(1024)
-	b.ReportAllocs()
-	for b.Loop() {
+	runRedis(b, func() error {
 		got, err := rdb.Get(bg, key).Bytes()
-		if err != nil || len(got) != len(stored) {
-			b.Fatalf("GET: %v", err)
+		if err == nil && len(got) != len(stored) {
+			b.Fatalf("GET: %d bytes, stored %d", len(got), len(stored))
 		}
-	}
+		return err
+	})
 }
 
 // benchGoRedisSet sends raw SETs. With busy > 0 each SET follows that
@@ -128,15 +128,12 @@ func benchGoRedisSet(b *testing.B, busy time.Duration) {
 	rdb := rawRedis(b)
 	key, stored := storedBytes1KiB(b)
 	b.SetBytes(1024)
-	b.ReportAllocs()
-	for b.Loop() {
+	runRedis(b, func() error {
 		if busy > 0 {
 			spin(busy)
 		}
-		if err := rdb.Set(bg, key, stored, time.Hour).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
+		return rdb.Set(bg, key, stored, time.Hour).Err()
+	})
 }
 
 // spinSink keeps spin's loop from being optimised away.
