@@ -3,7 +3,6 @@ package protocol
 import (
 	"slices"
 
-	"github.com/pierrec/lz4/v4"
 	"github.com/zeebo/xxh3"
 )
 
@@ -192,24 +191,6 @@ func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
 	}
 	return dst[:start+size], nil
 }
-
-// uncompressBlock decodes one LZ4 block into out and returns the decoded
-// length: less than len(out) when the block is shorter, an error when it is
-// invalid or longer. An empty out accepts only the empty block, a single
-// zero token, without asking the library to decode into no room at all.
-func uncompressBlock(src, out []byte) (int, error) {
-	if len(out) == 0 {
-		if len(src) == 1 && src[0] == 0 {
-			return 0, nil
-		}
-		return 0, errBlockTooLong
-	}
-	return lz4.UncompressBlock(src, out)
-}
-
-// errBlockTooLong is internal: the block is not the empty block although
-// original_size is zero. It surfaces as reasonBadBlock.
-var errBlockTooLong = envelopeErr(ErrMalformed, reasonBadBlock)
 
 // beUint64 interprets a stored checksum as the big-endian integer it is.
 func beUint64(b [8]byte) uint64 {
