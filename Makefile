@@ -38,9 +38,12 @@ fuzz:
 	done
 
 ## bench: the bench/ module's workloads (floor, ours, peer go-redis/cache) in
-## BENCH_COUNT rounds (the test binary once per round, every row once), then
-## the benchstat table and the ratio table, each ratio paired within rounds.
-## Redis: CACHEKIT_REDIS_URL, else a private redis-server per round.
+## BENCH_COUNT rounds, then the benchstat table and the ratio table, each
+## ratio paired within rounds. cmd/benchrounds runs every row in its own
+## process, each row next to the reference it is compared with, in an order
+## that reverses every other round; one redis-server (CACHEKIT_REDIS_URL, else
+## a private one) serves the whole run. BENCH_RUN is a regexp on full row
+## names, e.g. BENCH_RUN='Set|GoRedisSet'.
 BENCH_COUNT ?= 6
 BENCHTIME   ?= 200ms
 BENCH_RUN   ?= .
@@ -49,11 +52,8 @@ BENCH_BIN   ?= $(or $(TMPDIR),/tmp)/cachekit-bench.test
 bench:
 	./scripts/ensure-redis
 	cd bench && $(GO) test -c -o $(abspath $(BENCH_BIN)) .
-	: > $(abspath $(BENCH_OUT))
-	cd bench && for i in $$(seq $(BENCH_COUNT)); do \
-	  echo "== round $$i of $(BENCH_COUNT)"; \
-	  $(abspath $(BENCH_BIN)) -test.run='^$$' -test.bench='$(BENCH_RUN)' -test.benchmem -test.count=1 -test.benchtime=$(BENCHTIME) | tee -a $(abspath $(BENCH_OUT)) || exit 1; \
-	done
+	cd bench && $(GO) run ./cmd/benchrounds -bin $(abspath $(BENCH_BIN)) -count $(BENCH_COUNT) \
+	  -benchtime $(BENCHTIME) -filter '$(BENCH_RUN)' -o $(abspath $(BENCH_OUT))
 	@echo "== benchstat"
 	cd bench && $(GO) tool benchstat $(abspath $(BENCH_OUT))
 	@echo "== ratios (per-round pairs of this run)"

@@ -4,7 +4,9 @@
 // the machine's noise, which absolute times on a shared machine do not.
 //
 // The input may hold several rounds (each starts with a "goos:" header, as
-// when `make bench` runs the test binary once per round with -count 1).
+// cmd/benchrounds writes them for `make bench`, or as a shell loop running
+// the test binary once per round with -count 1 does). The pairs are
+// internal/pairs.All.
 // A ratio is then paired: within each round, ours over the reference, and
 // the table shows the median of those per-round ratios and their range.
 // Pairing matters here because the machine's speed drifts over minutes,
@@ -27,45 +29,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cachekit-io/cachekit-go/bench/internal/pairs"
 	"github.com/cachekit-io/cachekit-go/bench/internal/stat"
 )
-
-// pair is one row of the ratio table: ours ÷ ref, with an optional target
-// (0: informational). For "at least" targets (min) the ratio is ref ÷ ours.
-type pair struct {
-	ours, ref string
-	target    float64
-	atLeast   bool
-	note      string
-}
-
-const (
-	ck   = "BenchmarkCachekit/"
-	fl   = "BenchmarkFloor/"
-	peer = "BenchmarkPeer/GoRedisCache/"
-)
-
-var pairs = []pair{
-	{ours: ck + "L1Hit/encrypted/struct/100B", ref: peer + "LocalHit/struct/100B", target: 1.0, note: "ours encrypted vs peer unencrypted"},
-	{ours: ck + "L1Hit/encrypted/struct/1KiB", ref: peer + "LocalHit/struct/1KiB", target: 1.0, note: "ours encrypted vs peer unencrypted"},
-	{ours: ck + "L1Hit/encrypted/bytes/100B", ref: peer + "LocalHit/bytes/100B", target: 1.6, note: "ours encrypted vs peer unencrypted"},
-	{ours: ck + "L1Hit/encrypted/bytes/1KiB", ref: peer + "LocalHit/bytes/1KiB", note: "ours encrypted vs peer unencrypted"},
-	{ours: ck + "L1Hit/plain/struct/100B", ref: peer + "LocalHit/struct/100B", note: "both unencrypted"},
-	{ours: ck + "L1Hit/plain/bytes/100B", ref: peer + "LocalHit/bytes/100B", note: "both unencrypted"},
-	{ours: ck + "L2Get/encrypted/bytes/1KiB", ref: fl + "GoRedisGet/1KiB", target: 1.05, note: "raw GET of the same stored bytes"},
-	{ours: ck + "Set/encrypted/bytes/1KiB", ref: fl + "GoRedisSet/1KiB", target: 1.05, note: "raw SET of the same stored bytes"},
-	{ours: ck + "SetL2Only/encrypted/bytes/1KiB", ref: fl + "GoRedisSet/1KiB", note: "the same Set with L1 off: seal plus round trip"},
-	{ours: fl + "GoRedisSetAfterBusy2us/1KiB", ref: fl + "GoRedisSet/1KiB", note: "raw SET after 2us of client CPU: what CPU between round trips costs here"},
-	{ours: ck + "L2Get/encrypted/bytes/1KiB", ref: peer + "RedisGet/bytes/1KiB", note: "peer unencrypted, local cache skipped"},
-	{ours: ck + "Set/encrypted/bytes/1KiB", ref: peer + "Set/bytes/1KiB", note: "peer unencrypted"},
-	{ours: ck + "MGet100/encrypted/bytes/100B", ref: ck + "GetSeq100/encrypted/bytes/100B", target: 20, atLeast: true, note: "speed-up of one MGet over 100 Gets"},
-	{ours: ck + "L1Hit/encrypted/bytes/100B", ref: fl + "OpenRaw/100B", note: "cost over one bare AES-GCM open"},
-	{ours: ck + "L1Hit/encrypted/bytes/100B", ref: fl + "RistrettoGet/100B", note: "cost over one bare ristretto Get"},
-	{ours: ck + "L1Hit/encrypted/struct/100B", ref: fl + "MsgpackUnmarshal/struct/100B", note: "cost over one bare msgpack decode"},
-	{ours: ck + "L1Hit/encrypted/bytes/100B", ref: ck + "L1Hit/plain/bytes/100B", note: "price of encryption on a hit"},
-	{ours: ck + "L1HitParallel/encrypted/bytes/100B", ref: ck + "L1Hit/encrypted/bytes/100B", note: "parallel ns/op over serial (GOMAXPROCS goroutines)"},
-	{ours: ck + "L2GetParallel/encrypted/bytes/1KiB", ref: ck + "L2Get/encrypted/bytes/1KiB", note: "parallel ns/op over serial"},
-}
 
 func main() {
 	flag.Parse()
@@ -171,12 +137,12 @@ func ratio(ours, ref map[int][]float64) (r, lo, hi float64, rounds int) {
 }
 
 func short(name string) string {
-	for _, p := range []string{ck, fl, "BenchmarkPeer/"} {
+	for _, p := range []string{pairs.Cachekit, pairs.Floor, "BenchmarkPeer/"} {
 		if rest, ok := strings.CutPrefix(name, p); ok {
 			switch p {
-			case ck:
+			case pairs.Cachekit:
 				return rest
-			case fl:
+			case pairs.Floor:
 				return "Floor/" + rest
 			default:
 				return "Peer/" + rest
@@ -190,15 +156,15 @@ func short(name string) string {
 func printTable(w io.Writer, s samples) int {
 	missed := 0
 	fmt.Fprintf(w, "%-36s %-32s %11s %11s %8s %15s %8s  %s\n", "ours", "reference", "ours ns/op", "ref ns/op", "ratio", "range (rounds)", "target", "note")
-	for _, p := range pairs {
-		o, okO := s[p.ours]
-		f, okR := s[p.ref]
+	for _, p := range pairs.All {
+		o, okO := s[p.Ours]
+		f, okR := s[p.Ref]
 		if !okO || !okR {
 			continue
 		}
 		mo, mr := stat.Median(all(o)), stat.Median(all(f))
 		r, lo, hi, rounds := ratio(o, f)
-		if p.atLeast {
+		if p.AtLeast {
 			r, lo, hi = 1/r, 1/hi, 1/lo
 		}
 		spread := "-"
@@ -206,12 +172,12 @@ func printTable(w io.Writer, s samples) int {
 			spread = fmt.Sprintf("%.2f-%.2f (%d)", lo, hi, rounds)
 		}
 		target, status := "-", ""
-		if p.target > 0 {
-			ok := r <= p.target
-			target = fmt.Sprintf("<=%.2fx", p.target)
-			if p.atLeast {
-				ok = r >= p.target
-				target = fmt.Sprintf(">=%.0fx", p.target)
+		if p.Target > 0 {
+			ok := r <= p.Target
+			target = fmt.Sprintf("<=%.2fx", p.Target)
+			if p.AtLeast {
+				ok = r >= p.Target
+				target = fmt.Sprintf(">=%.0fx", p.Target)
 			}
 			status = " MET"
 			if !ok {
@@ -219,7 +185,7 @@ func printTable(w io.Writer, s samples) int {
 				missed++
 			}
 		}
-		fmt.Fprintf(w, "%-36s %-32s %11.1f %11.1f %7.2fx %15s %8s  %s%s\n", short(p.ours), short(p.ref), mo, mr, r, spread, target, p.note, status)
+		fmt.Fprintf(w, "%-36s %-32s %11.1f %11.1f %7.2fx %15s %8s  %s%s\n", short(p.Ours), short(p.Ref), mo, mr, r, spread, target, p.Note, status)
 	}
 	return missed
 }
