@@ -3,6 +3,7 @@ package main
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -31,7 +32,7 @@ func TestBenchPatternSelectsOneRow(t *testing.T) {
 		"BenchmarkFloor/GoRedisSetAfterBusy2us/1KiB",
 	}
 	matches := func(pattern, row string) bool {
-		ps, ns := splitLevels(pattern), splitLevels(row)
+		ps, ns := strings.Split(pattern, "/"), strings.Split(row, "/")
 		for i, p := range ps {
 			if i >= len(ns) || !regexp.MustCompile(p).MatchString(ns[i]) {
 				return false
@@ -47,18 +48,6 @@ func TestBenchPatternSelectsOneRow(t *testing.T) {
 			}
 		}
 	}
-}
-
-func splitLevels(s string) []string {
-	var out []string
-	start := 0
-	for i := range len(s) {
-		if s[i] == '/' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
 }
 
 func TestFilterOutputKeepsOneHeaderPerRound(t *testing.T) {
