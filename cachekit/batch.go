@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -29,7 +28,9 @@ func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, e
 	return out, err
 }
 
-// mget resolves keys and calls found for each opened entry.
+// mget resolves keys and calls found for each opened entry. It reads
+// through the same fromL1/fromL2 steps as Get, so an MGet backfill is
+// bounded by each entry's remaining TTL in Redis, like a Get's.
 func (c *Client) mget(ctx context.Context, keys []string, found func(key string, payload []byte, tier Tier) error) error {
 	if c.closed.Load() {
 		return ErrClosed
@@ -40,22 +41,15 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	misses := make([]string, 0, len(keys))
 	for _, key := range keys {
 		if c.l1 != nil {
-			if stored, ok := c.l1.Get(key); ok {
-				payload, err := c.open(ctx, s, key, stored)
-				if err == nil {
-					c.stats.l1Hits.Add(1)
-					if err := found(key, payload, TierL1); err != nil {
-						errs = append(errs, err)
-					}
-					continue
+			payload, hit, err := c.fromL1(ctx, s, key)
+			if err != nil {
+				return err
+			}
+			if hit {
+				if err := found(key, payload, TierL1); err != nil {
+					errs = append(errs, err)
 				}
-				if errors.Is(err, ErrClosed) {
-					return err
-				}
-				c.stats.l1OpenFail.Add(1)
-				c.l1.Delete(key)
-			} else {
-				c.stats.l1Misses.Add(1)
+				continue
 			}
 		}
 		misses = append(misses, key)
@@ -65,17 +59,21 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		return errors.Join(errs...)
 	}
 	full := make([]string, len(misses))
-	vers := make([]l1.Version, len(misses))
+	tickets := make([]ticket, len(misses))
 	for i, key := range misses {
 		full[i] = c.fullKey(key)
-		if c.l1 != nil {
-			vers[i] = c.l1.Version(key)
-		}
+		tickets[i] = c.ticket(key)
 	}
 	var vals [][]byte
+	var ttls []time.Duration
 	err := c.rel.do(ctx, "mget", func(ctx context.Context) error {
 		var err error
-		vals, err = c.l2.MGet(ctx, full)
+		if c.l1 != nil {
+			vals, ttls, err = c.l2.MGetWithTTL(ctx, full)
+		} else {
+			vals, err = c.l2.MGet(ctx, full)
+			ttls = make([]time.Duration, len(vals))
+		}
 		return err
 	})
 	if err != nil {
@@ -92,36 +90,22 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		key := misses[i]
 		if stored == nil {
 			c.stats.l2Misses.Add(1)
+			c.met.add(ctx, opGetL2Miss)
 			continue
 		}
-		payload, err := c.open(ctx, s, key, stored)
+		payload, err := c.fromL2(ctx, s, key, stored, ttls[i], tickets[i])
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		if err == nil {
+			err = found(key, payload, TierL2)
+		}
 		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return err
-			}
-			c.stats.l2OpenFail.Add(1)
-			errs = append(errs, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err})
-			continue
-		}
-		c.stats.l2Hits.Add(1)
-		if err := found(key, payload, TierL2); err != nil {
 			errs = append(errs, err)
-		}
-		// MGET does not return TTLs: backfill L1 for the client's default
-		// TTL at most, and only if no Set or Delete of the key happened since.
-		if c.l1 != nil {
-			c.l1.SetIfVersion(key, stored, c.backfillTTL(), vers[i])
 		}
 	}
 	return errors.Join(errs...)
 }
-
-// backfillTTL bounds the L1 lifetime of entries read without their TTL.
-func (c *Client) backfillTTL() time.Duration { return min(c.defaultTTL, maxBackfillWithoutTTL) }
-
-// maxBackfillWithoutTTL caps how long an entry read by MGet (whose
-// remaining L2 TTL is unknown) may live in L1.
-const maxBackfillWithoutTTL = 30 * time.Second
 
 func boolInt(b bool) int {
 	if b {
@@ -160,14 +144,16 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 		batch = append(batch, l2.Item{Key: c.fullKey(key), Value: stored, TTL: ttl})
 		keys = append(keys, key)
 	}
+	tickets := make([]ticket, len(keys))
+	for i, k := range keys {
+		tickets[i] = c.ticket(k)
+	}
 	if c.l2 != nil {
 		err := c.rel.do(ctx, "mset", func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
 		if err != nil {
 			c.stats.l2Errors.Add(1)
-			if c.l1 != nil {
-				for _, k := range keys {
-					c.l1.Delete(k)
-				}
+			for _, k := range keys {
+				c.dropL1(k)
 			}
 			if c.degradable(ctx, err) {
 				c.stats.degraded.Add(1)
@@ -189,14 +175,12 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 			}
 		}
 	}
-	if c.l1 != nil {
-		for i, k := range keys {
-			if !c.l1.Set(k, batch[i].Value, ttl) {
-				c.stats.l1Rejected.Add(1)
-			}
-			if c.swr != nil {
-				c.swr.rewritten(k, c.now(), ttl)
-			}
+	for i, k := range keys {
+		if c.l1 != nil {
+			c.admit(k, tickets[i], batch[i].Value, ttl, true)
+		}
+		if c.swr != nil {
+			c.swr.rewritten(k, c.now(), ttl)
 		}
 	}
 	return nil

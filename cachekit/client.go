@@ -165,8 +165,8 @@ func (c *Client) closeParts() error {
 	if c.stopBG != nil {
 		c.stopBG()
 	}
-	if c.inv != nil && c.inv.sub != nil {
-		_ = c.inv.sub.Close()
+	if c.inv != nil && c.inv.tracker != nil {
+		_ = c.inv.tracker.Close()
 	}
 	if c.swr != nil {
 		c.swr.wg.Wait()

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -58,20 +57,19 @@ func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, 
 	return c.seal(ctx, s, key, payload)
 }
 
-// store writes sealed bytes to L2 then L1. Under FailOpen a failed L2
-// write is absorbed (and L1 dropped, so neither tier has the new value).
+// store writes sealed bytes to L2 then L1. The L1 write is conditional
+// (see ticket): if another write, a delete or an invalidation of key
+// overlapped the Redis round trip, L1 drops the key instead, since Redis may
+// hold the other value. Under FailOpen a failed L2 write is absorbed (and L1
+// dropped, so neither tier has the new value).
 func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
+	t := c.ticket(key)
 	if c.l2 != nil {
 		start := c.met.startTimer()
 		err := c.writeL2(ctx, key, stored, ttl)
 		if err != nil {
 			c.stats.l2Errors.Add(1)
-			if c.l1 != nil {
-				c.l1.Delete(key) // L2 state unknown: never serve the old value from L1
-			}
-			if c.swr != nil {
-				c.swr.forget(key)
-			}
+			c.dropL1(key) // L2 state unknown: never serve the old value from L1
 			if c.degradable(ctx, err) {
 				c.stats.degraded.Add(1)
 				c.met.add(ctx, opSetDegraded)
@@ -84,11 +82,8 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 		c.met.add(ctx, opSetOK)
 		c.met.since(ctx, start, durSet)
 	}
-	if c.l1 != nil {
-		if !c.l1.Set(key, stored, ttl) {
-			c.stats.l1Rejected.Add(1)
-			c.met.add(ctx, opSetL1Rejected)
-		}
+	if c.l1 != nil && !c.admit(key, t, stored, ttl, true) {
+		c.met.add(ctx, opSetL1Rejected)
 	}
 	if c.swr != nil {
 		c.swr.rewritten(key, c.now(), ttl)
@@ -183,35 +178,15 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	}
 	start := c.met.startTimer()
 	if c.l1 != nil {
-		if stored, ok := c.l1.Get(key); ok {
-			payload, err := c.open(ctx, s, key, stored)
-			if err == nil {
-				c.stats.l1Hits.Add(1)
-				// L1 hits are counted, not timed: reading the clock
-				// twice would cost more than the hit itself.
-				c.met.add(ctx, opGetL1Hit)
-				return payload, TierL1, 0, nil
-			}
-			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-				return nil, TierL1, 0, err
-			}
-			// A bad L1 entry is dropped and the read falls through to L2.
-			c.stats.openFailures(TierL1).Add(1)
-			c.met.openFailed(ctx, TierL1, err)
-			c.l1.Delete(key)
-			c.warn("l1 entry failed to open; evicted", key, err)
-		} else {
-			c.stats.l1Misses.Add(1)
-			c.met.add(ctx, opGetL1Miss)
+		payload, hit, err := c.fromL1(ctx, s, key)
+		if hit || err != nil {
+			return payload, TierL1, 0, err
 		}
 	}
 	if c.l2 == nil {
 		return nil, "", 0, ErrNotFound
 	}
-	var ver l1.Version
-	if c.l1 != nil {
-		ver = c.l1.Version(key)
-	}
+	t := c.ticket(key)
 	var stored []byte
 	var ttl time.Duration
 	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
@@ -223,42 +198,85 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 		}
 		return err
 	})
-	if errors.Is(err, l2.ErrNotFound) {
-		c.stats.l2Misses.Add(1)
-		c.met.add(ctx, opGetL2Miss)
-		return nil, "", 0, ErrNotFound
-	}
 	if err != nil {
-		c.stats.l2Errors.Add(1)
-		if c.degradable(ctx, err) {
-			c.stats.degraded.Add(1)
-			c.met.add(ctx, opGetL2Degraded)
-			c.warn("redis read failed; treated as a miss (fail-open)", key, err)
-			return nil, "", 0, &MissError{Err: err}
-		}
-		c.met.add(ctx, opGetL2Err)
-		return nil, "", 0, err
+		return nil, "", 0, c.readFailed(ctx, key, err)
 	}
+	payload, err := c.fromL2(ctx, s, key, stored, ttl, t)
+	if err != nil {
+		return nil, TierL2, 0, err
+	}
+	c.met.since(ctx, start, durGetL2)
+	return payload, TierL2, ttl, nil
+}
+
+// fromL1 opens key's L1 entry. hit is false on a miss; an entry that fails
+// to open is dropped and the read falls through to L2 (hit false, err nil).
+func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []byte, hit bool, err error) {
+	stored, ok := c.l1.Get(key)
+	if !ok {
+		c.stats.l1Misses.Add(1)
+		c.met.add(ctx, opGetL1Miss)
+		return nil, false, nil
+	}
+	payload, err = c.open(ctx, s, key, stored)
+	if err == nil {
+		c.stats.l1Hits.Add(1)
+		// L1 hits are counted, not timed: reading the clock twice
+		// would cost more than the hit itself.
+		c.met.add(ctx, opGetL1Hit)
+		return payload, true, nil
+	}
+	if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+		return nil, false, err
+	}
+	c.stats.openFailures(TierL1).Add(1)
+	c.met.openFailed(ctx, TierL1, err)
+	c.l1.Delete(key)
+	c.warn("l1 entry failed to open; evicted", key, err)
+	return nil, false, nil
+}
+
+// fromL2 opens bytes Redis returned for key and, once they authenticate,
+// backfills L1 with them for at most ttl (the entry's remaining TTL in
+// Redis; 0 means unknown or none, and nothing is backfilled), only if
+// nothing wrote, deleted or invalidated key since t was taken. Get, MGet
+// and GetOrLoad all read Redis entries through here.
+func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
 	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
 		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-			return nil, TierL2, 0, err
+			return nil, err
 		}
 		c.stats.openFailures(TierL2).Add(1)
 		c.met.openFailed(ctx, TierL2, err)
 		c.warn("l2 entry failed to open", key, err)
-		return nil, TierL2, 0, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
+		return nil, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
 	}
 	c.stats.l2Hits.Add(1)
-	if c.met != nil {
-		c.met.add(ctx, opGetL2Hit)
-		c.met.since(ctx, start, durGetL2)
-	}
-	// Authenticated: admit to L1, never for longer than L2 keeps it.
+	c.met.add(ctx, opGetL2Hit)
 	if c.l1 != nil && ttl > 0 {
-		c.l1.SetIfVersion(key, stored, ttl, ver)
+		c.admit(key, t, stored, ttl, false)
 	}
-	return payload, TierL2, ttl, nil
+	return payload, nil
+}
+
+// readFailed turns a failed Redis read into the error the caller sees: a
+// miss, a degraded miss under FailOpen, or the Redis error.
+func (c *Client) readFailed(ctx context.Context, key string, err error) error {
+	if errors.Is(err, l2.ErrNotFound) {
+		c.stats.l2Misses.Add(1)
+		c.met.add(ctx, opGetL2Miss)
+		return ErrNotFound
+	}
+	c.stats.l2Errors.Add(1)
+	if c.degradable(ctx, err) {
+		c.stats.degraded.Add(1)
+		c.met.add(ctx, opGetL2Degraded)
+		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
+		return &MissError{Err: err}
+	}
+	c.met.add(ctx, opGetL2Err)
+	return err
 }
 
 // seal turns a msgpack payload into the bytes both tiers store, in a fresh

@@ -1,7 +1,6 @@
 package cachekit
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,18 +15,33 @@ import (
 // unless told otherwise.
 const DefaultInvalidationChannel = "cachekit:invalidate"
 
-// Invalidation keeps the L1s of Clients that share a Redis coherent: every
-// Set, Delete, MSet and SWR refresh publishes the written key on Channel,
-// and every subscribed Client drops that key from its L1, so its next read
-// goes to Redis. A Client that loses its subscription (Redis restart,
-// network failure) clears its whole L1 once it is subscribed again, since it
-// may have missed messages meanwhile. Messages name the full Redis key
-// (prefix included): the key is already stored in that Redis in the clear,
-// so publishing it there reveals nothing new. Values never travel on the
-// channel.
+// Invalidation keeps L1 coherent with Redis whoever writes it: this
+// Client, other Clients, the other CacheKit SDKs, the command-line tool,
+// redis-cli, expiry, eviction, FLUSHDB.
+//
+// The Client keeps one connection per Redis node (each master of a
+// Cluster) in Redis's broadcasting client-side-caching mode (CLIENT
+// TRACKING ON BCAST PREFIX <KeyPrefix>, Redis 6 or later), and drops from
+// L1 every key Redis reports written, deleted, expired or evicted; FLUSHDB
+// and FLUSHALL clear L1. The Client's own writes come back too and drop the
+// entry they just wrote, so the next read of a key written in this process
+// goes to Redis once.
+//
+// While the Client cannot vouch that it hears every write (a tracking
+// connection was lost, or went silent for about a second: it pings every
+// 250 ms), L1 is cleared and not written: reads go to Redis, and under
+// FailOpen an unreachable Redis is a miss, never an L1 value that may be
+// stale. Once every node is tracked again L1 fills as usual.
+//
+// For Clients of earlier releases, which listen on a pub/sub channel
+// instead, every Set, Delete, MSet and SWR refresh also publishes the
+// written key on Channel (full Redis key; the key is already stored in that
+// Redis in the clear, so publishing it there reveals nothing new; values
+// never travel). This Client does not subscribe to it: tracking already
+// reports those writes.
 type Invalidation struct {
-	// Channel is the pub/sub channel. All Clients that must see each other's
-	// writes use the same one. Default: DefaultInvalidationChannel.
+	// Channel is the pub/sub channel writes are published on for earlier
+	// releases. Default: DefaultInvalidationChannel.
 	Channel string
 }
 
@@ -41,18 +55,20 @@ func (o *Invalidation) validate() error {
 // invalidationMagic starts every message: format version 1.
 const invalidationMagic = "ck1 "
 
-// subscribeWait bounds how long New waits for the first subscription
-// confirmation. If Redis is not reachable by then, New returns anyway; the
-// subscription keeps trying and clears L1 when it succeeds.
-const subscribeWait = 2 * time.Second
+// trackingWait bounds how long New waits for tracking to be in place. If
+// Redis is not reachable by then, New returns anyway: L1 stays empty until
+// tracking is up.
+const trackingWait = 2 * time.Second
 
 type invalidator struct {
 	channel string
 	source  string // random per Client: "ck1 <source> " prefixes our messages
 	prefix  []byte
-	sub     *l2.Subscription
+	tracker *l2.Tracker
+	// tracking is true while every node is tracked: L1 may be written.
+	tracking atomic.Bool
 
-	received, applied, flushes, publishFailures atomic.Uint64
+	received, applied, flushes, losses, publishFailures atomic.Uint64
 }
 
 func newInvalidator(o *Invalidation) *invalidator {
@@ -71,64 +87,60 @@ func (iv *invalidator) message(fullKey string) []byte {
 	return append(append(make([]byte, 0, len(iv.prefix)+len(fullKey)), iv.prefix...), fullKey...)
 }
 
-// parseInvalidation splits a message into its source id and full key.
-func parseInvalidation(p []byte) (source, fullKey string, ok bool) {
-	rest, found := bytes.CutPrefix(p, []byte(invalidationMagic))
-	if !found {
-		return "", "", false
-	}
-	src, key, found := bytes.Cut(rest, []byte{' '})
-	if !found || len(src) == 0 {
-		return "", "", false
-	}
-	return string(src), string(key), true
-}
-
-// startInvalidation subscribes c to its channel when c has both tiers.
+// startInvalidation starts tracking when c has both tiers, and waits up to
+// trackingWait for it.
 func (c *Client) startInvalidation() error {
 	if c.inv == nil || c.l1 == nil || c.l2 == nil {
 		return nil
 	}
-	sub, err := c.l2.Subscribe(c.inv.channel, l2.SubscriptionHandler{
-		Message: c.onInvalidation,
-		Lost: func(err error) {
-			c.warn("invalidation subscription lost; L1 is cleared when it is back", "", err)
-		},
-		Resubscribed: c.flushL1,
+	tr, err := c.l2.Track(c.prefix, l2.TrackingHandler{
+		Invalidate: c.onInvalidation,
+		Down:       c.trackingDown,
+		Up:         func() { c.inv.tracking.Store(true) },
 	})
 	if err != nil {
 		return err
 	}
-	c.inv.sub = sub
-	t := time.NewTimer(subscribeWait)
+	c.inv.tracker = tr
+	t := time.NewTimer(trackingWait)
 	defer t.Stop()
 	select {
-	case <-sub.Ready():
+	case <-tr.Ready():
 	case <-t.C:
 	}
 	return nil
 }
 
-// onInvalidation drops the key another Client wrote from this Client's L1.
-func (c *Client) onInvalidation(p []byte) {
-	src, full, ok := parseInvalidation(p)
-	if !ok || src == c.inv.source {
+// onInvalidation drops the keys Redis reports written from L1; nil means
+// every key.
+func (c *Client) onInvalidation(fullKeys []string) {
+	c.inv.received.Add(1)
+	if fullKeys == nil {
+		c.flushL1()
 		return
 	}
-	c.inv.received.Add(1)
-	key, ok := strings.CutPrefix(full, c.prefix)
-	if !ok {
-		return // another application's key space
+	for _, full := range fullKeys {
+		key, ok := strings.CutPrefix(full, c.prefix)
+		if !ok {
+			continue
+		}
+		c.dropL1(key)
+		c.inv.applied.Add(1)
+		c.met.invalidation(context.Background())
 	}
-	c.l1.Delete(key)
-	if c.swr != nil {
-		c.swr.forget(key)
-	}
-	c.inv.applied.Add(1)
-	c.met.invalidation(context.Background())
 }
 
-// flushL1 clears L1 after a lost subscription came back.
+// trackingDown stops L1 writes, then clears L1: from here until tracking is
+// back, L1 holds nothing it cannot vouch for. The order matters (see
+// coherence.go).
+func (c *Client) trackingDown(err error) {
+	c.inv.tracking.Store(false)
+	c.flushL1()
+	c.inv.losses.Add(1)
+	c.warn("invalidation tracking lost; L1 bypassed until it is back", "", err)
+}
+
+// flushL1 clears L1 and what SWR knows.
 func (c *Client) flushL1() {
 	c.l1.Clear()
 	if c.swr != nil {
@@ -147,13 +159,18 @@ func (c *Client) publishMsg(key string) []byte {
 
 // InvalidationStats is a snapshot of the invalidation counters.
 type InvalidationStats struct {
-	// Received counts other Clients' messages; Applied those for this
-	// Client's key prefix (their L1 entry was dropped).
+	// Tracking reports whether every Redis node is tracked now (L1 is in
+	// use); false while tracking is being established or was lost.
+	Tracking bool
+	// Received counts invalidation messages; Applied the keys under this
+	// Client's prefix they dropped from L1.
 	Received, Applied uint64
-	// Flushes counts L1 clears after a lost subscription came back.
+	// Flushes counts L1 clears: FLUSHDB/FLUSHALL, and each loss of tracking.
 	Flushes uint64
-	// PublishFailures counts writes whose invalidation could not be
-	// published (the value itself was stored).
+	// Losses counts the times tracking was lost.
+	Losses uint64
+	// PublishFailures counts writes whose pub/sub message (for earlier
+	// releases) could not be published (the value itself was stored).
 	PublishFailures uint64
 }
 
@@ -164,9 +181,11 @@ func (c *Client) InvalidationStats() InvalidationStats {
 		return InvalidationStats{}
 	}
 	return InvalidationStats{
+		Tracking:        c.inv.tracking.Load(),
 		Received:        c.inv.received.Load(),
 		Applied:         c.inv.applied.Load(),
 		Flushes:         c.inv.flushes.Load(),
+		Losses:          c.inv.losses.Load(),
 		PublishFailures: c.inv.publishFailures.Load(),
 	}
 }

@@ -37,12 +37,7 @@ func (c *Client) Delete(ctx context.Context, key string) error {
 			c.met.add(ctx, opDelOK)
 		}
 	}
-	if c.l1 != nil {
-		c.l1.Delete(key)
-	}
-	if c.swr != nil {
-		c.swr.forget(key)
-	}
+	c.dropL1(key)
 	return err
 }
 

@@ -9,7 +9,11 @@ import (
 // Stats is a snapshot of a Client's counters since New.
 type Stats struct {
 	L1Hits, L1Misses uint64
-	// L1Rejected counts Sets whose bytes L1 admission refused (L1 full).
+	// L1Rejected counts writes (Set, MSet, loads, refreshes) whose bytes L1
+	// did not keep: admission refused them (L1 full), another write, delete
+	// or invalidation of the key overlapped the Redis round trip (L1 then
+	// drops the key, as Redis may hold the other value), or invalidation
+	// tracking was down. The next read goes to Redis.
 	L1Rejected uint64
 	// L1Bytes is the sealed bytes L1 holds now.
 	L1Bytes int64

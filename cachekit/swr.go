@@ -247,8 +247,9 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 	}()
 }
 
-// refresh runs the loader and stores its value: L2 first, then L1 only if
-// no Set or Delete of the key happened since the stale entry was read.
+// refresh runs the loader and stores its value: L2 first (only if no Set,
+// Delete or invalidation of the key happened since the stale entry was
+// read), then L1 through admit, as Set does.
 func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, load func(context.Context) (any, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -269,15 +270,17 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 	if err != nil {
 		return err
 	}
-	if c.l1 != nil && c.l1.Version(key) != ver {
+	t := c.ticket(key)
+	if c.l1 != nil && t.ver != ver {
 		return nil // a newer write won; drop ours
 	}
 	if err := c.writeL2(ctx, key, stored, ttl); err != nil {
+		c.dropL1(key) // Redis state unknown
 		return err
 	}
 	c.swr.record(key, c.now(), ttl, ttl)
 	if c.l1 != nil {
-		c.l1.SetIfVersion(key, stored, ttl, ver)
+		c.admit(key, t, stored, ttl, true)
 	}
 	return nil
 }

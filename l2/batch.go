@@ -57,6 +57,64 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	return out, nil
 }
 
+// MGetWithTTL is MGet that also returns the remaining TTL of every key it
+// found (as TTL reports it: 0 for no expiry), read with one PTTL per key
+// in the same pipelined round trip (one pipeline per node on a cluster). A
+// key that expired between its MGET and its PTTL is reported missing.
+func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
+	if err := s.check("mget"); err != nil {
+		return nil, nil, err
+	}
+	out := make([][]byte, len(keys))
+	ttls := make([]time.Duration, len(keys))
+	if len(keys) == 0 {
+		return out, ttls, nil
+	}
+	groups := []slotGroup{{}}
+	if s.cluster != nil {
+		groups = groupBySlot(keys)
+	}
+	mgets := make([]*redis.SliceCmd, len(groups))
+	pttls := make([]*redis.DurationCmd, len(keys))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, g := range groups {
+			if g.idx == nil {
+				mgets[i] = p.MGet(ctx, keys...)
+			} else {
+				mgets[i] = p.MGet(ctx, g.pick(keys)...)
+			}
+		}
+		for i, k := range keys {
+			pttls[i] = p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	for i, c := range mgets {
+		vals, err := c.Result()
+		if err != nil {
+			return nil, nil, fail("mget", err, keys...)
+		}
+		if err := fill(out, vals, groups[i].idx); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, c := range pttls {
+		if out[i] == nil {
+			continue
+		}
+		d, err := c.Result()
+		if err != nil {
+			return nil, nil, fail("mget", err, keys...)
+		}
+		ttl, found := fromPTTL(d)
+		if !found {
+			out[i] = nil
+		}
+		ttls[i] = ttl
+	}
+	return out, ttls, nil
+}
+
 // fill copies MGET replies into out: vals[j] goes to out[idx[j]], or to
 // out[j] when idx is nil.
 func fill(out [][]byte, vals []any, idx []int) error {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -43,7 +44,7 @@ func Start(tb testing.TB) *Server {
 	}
 	s := &Server{tb: tb, dir: tb.TempDir(), port: freePort(tb)}
 	s.start()
-	tb.Cleanup(s.Kill)
+	tb.Cleanup(func() { s.Resume(); s.Kill() })
 	return s
 }
 
@@ -115,6 +116,21 @@ func (s *Server) halt(stop func(*exec.Cmd)) {
 	}
 	stop(cmd)
 	waitGone(s.Addr(), 5*time.Second)
+}
+
+// Pause stops the server process with SIGSTOP: it keeps its connections
+// but answers nothing, as a hung server does, until Resume.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
 }
 
 // Restart starts a stopped server again on the same port and directory.

@@ -1,0 +1,233 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+)
+
+// These tests drive real races through the public API: a go-redis hook
+// holds one operation's reply after Redis has applied it, another operation
+// runs to completion meanwhile, then the held one finishes. Afterwards the
+// Client must agree with Redis. Invalidation is off unless the test is
+// about it, so only the L1 version guard stands between the race and a
+// stale L1.
+
+// heldClient returns a Client (encrypted, L1 on, no invalidation) on a
+// fresh Redis whose go-redis client holds the reply of the first name/key
+// command, and a plain client on the same Redis for setup and checks.
+func heldClient(t *testing.T, name, key string, opts Options) (*Client, *redistest.Hold, *redis.Client) {
+	t.Helper()
+	return heldClientWith(t, redistest.NewHold(name, key), opts)
+}
+
+// heldClientWith is heldClient with a Hold of the caller's.
+func heldClientWith(t *testing.T, h *redistest.Hold, opts Options) (*Client, *redistest.Hold, *redis.Client) {
+	t.Helper()
+	srv, raw := withRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rdb.AddHook(h)
+	t.Cleanup(h.Release)
+	opts.Redis = rdb
+	if opts.L1MaxBytes == 0 {
+		opts.L1MaxBytes = 1 << 20
+	}
+	if opts.Encryption == nil {
+		opts.Encryption = encConfig("")
+	}
+	return newClient(t, opts), h, raw
+}
+
+// async runs f in a goroutine and returns a channel with its error.
+func async(f func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	return ch
+}
+
+// mustAgree fails unless c reads key as Redis holds it (want "" = absent).
+func mustAgree(t *testing.T, c *Client, raw *redis.Client, key, want string) {
+	t.Helper()
+	n, err := raw.Exists(bg, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Get[string](bg, c, key)
+	switch {
+	case want == "" && n != 0:
+		t.Fatalf("redis still holds %q", key)
+	case want == "" && !errors.Is(err, ErrNotFound):
+		t.Fatalf("Get(%q) = %q, %v; redis has nothing", key, got, err)
+	case want != "" && (err != nil || got != want):
+		t.Fatalf("Get(%q) = %q, %v; redis holds %q", key, got, err, want)
+	}
+	if ok, err := c.Exists(bg, key); err != nil || ok != (want != "") {
+		t.Fatalf("Exists(%q) = %v, %v; want %v", key, ok, err, want != "")
+	}
+}
+
+func TestCoherenceSetSet(t *testing.T) {
+	c, h, raw := heldClient(t, "set", "k", Options{})
+	a := async(func() error { return c.Set(bg, "k", "a") })
+	<-h.Held() // Redis holds "a"; the Set has not written L1 yet
+	if err := c.Set(bg, "k", "b"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "k", "b")
+}
+
+// B's Set is held after it took its L1 ticket but before Redis saw it; A's
+// Set then completes in both tiers. B's SET lands in Redis last, so B's L1
+// write, which finds the version moved, must drop A's value from L1.
+func TestCoherenceSetSetLaterInRedis(t *testing.T) {
+	c, h, raw := heldClientWith(t, redistest.NewHoldBefore("set", "k"), Options{})
+	b := async(func() error { return c.Set(bg, "k", "b") })
+	<-h.Held()
+	if err := c.Set(bg, "k", "a"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if err := <-b; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "k", "b")
+}
+
+func TestCoherenceSetDelete(t *testing.T) {
+	c, h, raw := heldClient(t, "set", "token", Options{})
+	a := async(func() error { return c.Set(bg, "token", "revoked-session") })
+	<-h.Held()
+	if err := c.Delete(bg, "token"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "token", "")
+}
+
+func TestCoherenceMSetSet(t *testing.T) {
+	c, h, raw := heldClient(t, "set", "m1", Options{})
+	a := async(func() error { return c.MSet(bg, map[string]any{"m1": "old"}, time.Minute) })
+	<-h.Held()
+	if err := c.Set(bg, "m1", "new"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "m1", "new")
+}
+
+// A Get that read the old value from Redis before a Set must not backfill
+// it over the Set.
+func TestCoherenceBackfillSet(t *testing.T) {
+	for _, op := range []string{"set", "delete"} {
+		t.Run(op, func(t *testing.T) {
+			c, h, raw := heldClient(t, "get", "k", Options{})
+			writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")}) // no L1
+			if err := writer.Set(bg, "k", "old"); err != nil {
+				t.Fatal(err)
+			}
+			r := async(func() error { _, err := Get[string](bg, c, "k"); return err })
+			<-h.Held() // the Get has read "old" from Redis
+			want := "new"
+			if op == "set" {
+				if err := c.Set(bg, "k", "new"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				want = ""
+				if err := c.Delete(bg, "k"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.Release()
+			if err := <-r; err != nil {
+				t.Fatal(err)
+			}
+			mustAgree(t, c, raw, "k", want)
+		})
+	}
+}
+
+func TestCoherenceMGetSet(t *testing.T) {
+	c, h, raw := heldClient(t, "mget", "k", Options{})
+	writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")})
+	if err := writer.Set(bg, "k", "old"); err != nil {
+		t.Fatal(err)
+	}
+	r := async(func() error { _, err := MGet[string](bg, c, []string{"k"}); return err })
+	<-h.Held()
+	if err := c.Set(bg, "k", "new"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if err := <-r; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "k", "new")
+}
+
+// GetOrLoad stores what its loader returned; a Set that lands meanwhile wins.
+func TestCoherenceLoaderStoreSet(t *testing.T) {
+	c, h, raw := heldClient(t, "set", "k", Options{})
+	r := async(func() error {
+		_, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
+		return err
+	})
+	<-h.Held() // the loader's value is in Redis, not yet in L1
+	if err := c.Set(bg, "k", "set"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if err := <-r; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "k", "set")
+}
+
+// Client A's Set is held after Redis applied it; client B then writes the
+// key, and A applies B's invalidation before its held Set writes L1. A must
+// not keep its own, older value.
+func TestCoherenceInvalidationSet(t *testing.T) {
+	c, h, raw := heldClient(t, "set", "k", Options{Invalidation: &Invalidation{}})
+	b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
+	a := async(func() error { return c.Set(bg, "k", "from-a") })
+	<-h.Held()
+	before := c.InvalidationStats().Applied
+	if err := b.Set(bg, "k", "from-b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return c.InvalidationStats().Applied >= before+1 })
+	h.Release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	mustAgree(t, c, raw, "k", "from-b")
+	mustAgree(t, b, raw, "k", "from-b")
+}
+
+func TestCoherenceMessagesNameNoValue(t *testing.T) {
+	// The pub/sub message kept for earlier releases names the key only.
+	iv := newInvalidator(&Invalidation{})
+	msg := string(iv.message("app:user:1"))
+	if want := invalidationMagic + iv.source + " app:user:1"; msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+	if iv2 := newInvalidator(&Invalidation{}); iv2.source == iv.source {
+		t.Fatal("two clients share a source id")
+	}
+}

@@ -1,0 +1,198 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// trackedPair returns a Production-like Client (encrypted, L1, tracking)
+// and a writer that is not it: a Minimal-preset Client with the same key and
+// invalidation off, plus a raw go-redis client, all on one fresh Redis.
+func trackedPair(t *testing.T) (p, w *Client, raw *redis.Client, srvAddr string) {
+	t.Helper()
+	srv, raw := withRedis(t)
+	p = newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, Reliability: &Reliability{FailOpen: true}})
+	w = newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig("")})
+	if !p.InvalidationStats().Tracking {
+		t.Fatal("tracking not up after New")
+	}
+	return p, w, raw, srv.Addr()
+}
+
+// fillL1 reads key through c until it reads want from L1 (a write made
+// just before may still be on its way as an invalidation).
+func fillL1(t *testing.T, c *Client, key, want string) {
+	t.Helper()
+	waitWithin(t, 2*time.Second, func() bool {
+		before := c.Stats().L1Hits
+		v, err := Get[string](bg, c, key)
+		return err == nil && v == want && c.Stats().L1Hits > before
+	})
+}
+
+// A write by anything but this Client (another Client with invalidation
+// off, a raw DEL) reaches this Client's L1 within a second, every time.
+func TestTrackingForeignWritersWithinOneSecond(t *testing.T) {
+	p, w, raw, _ := trackedPair(t)
+	const tries = 40
+	var lags []time.Duration
+	for i := range tries {
+		key := fmt.Sprintf("session:%d", i%4)
+		old, next := fmt.Sprintf("v%d", i), fmt.Sprintf("v%d", i+1)
+		if err := w.Set(bg, key, old); err != nil {
+			t.Fatal(err)
+		}
+		fillL1(t, p, key, old)
+		start := time.Now()
+		if i%5 == 4 {
+			// A raw DEL (redis-cli, an operator).
+			if err := raw.Del(bg, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitWithin(t, time.Second, func() bool { _, err := Get[string](bg, p, key); return errors.Is(err, ErrNotFound) })
+		} else {
+			if err := w.Set(bg, key, next); err != nil {
+				t.Fatal(err)
+			}
+			waitWithin(t, time.Second, func() bool { v, _ := Get[string](bg, p, key); return v == next })
+		}
+		lags = append(lags, time.Since(start))
+	}
+	slices.Sort(lags)
+	t.Logf("staleness after a foreign write over %d tries: p50 %v, p99 %v, max %v", tries, lags[tries/2], lags[tries*99/100], lags[tries-1])
+}
+
+// FLUSHDB and expiry reach L1 too.
+func TestTrackingFlushAndExpiry(t *testing.T) {
+	p, w, raw, _ := trackedPair(t)
+	if err := w.Set(bg, "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	fillL1(t, p, "a", "1")
+	if err := raw.FlushDB(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, time.Second, func() bool { _, err := Get[string](bg, p, "a"); return errors.Is(err, ErrNotFound) })
+	if p.InvalidationStats().Flushes == 0 {
+		t.Fatal("FLUSHDB did not flush L1")
+	}
+	// A key given no expiry by an outside writer is never backfilled (its
+	// lifetime in Redis is unknown), so it cannot outlive a later change.
+	if err := raw.Set(bg, "plain", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The tracking connection is lost (killed by an operator): L1 is cleared
+// at once, a write made meanwhile is never hidden behind an old L1 entry,
+// and tracking comes back by itself.
+func TestTrackingLossClearsL1(t *testing.T) {
+	p, w, raw, _ := trackedPair(t)
+	if err := w.Set(bg, "k", "old"); err != nil {
+		t.Fatal(err)
+	}
+	fillL1(t, p, "k", "old")
+	losses := p.InvalidationStats().Losses
+	if err := raw.ClientKillByFilter(bg, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set(bg, "k", "new"); err != nil { // missed by the dead listener
+		t.Fatal(err)
+	}
+	waitWithin(t, time.Second, func() bool { return p.InvalidationStats().Losses > losses })
+	if v, err := Get[string](bg, p, "k"); err != nil || v != "new" {
+		t.Fatalf("after the loss: %q, %v", v, err)
+	}
+	waitWithin(t, 2*time.Second, func() bool { return p.InvalidationStats().Tracking })
+	fillL1(t, p, "k", "new")
+}
+
+// A hung Redis (SIGSTOP) is noticed within the tracking deadline: L1 is
+// cleared and not written until tracking is back.
+func TestTrackingHungRedisDetected(t *testing.T) {
+	srv, _ := withRedis(t)
+	p := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
+	if err := p.Set(bg, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	start := time.Now()
+	waitWithin(t, 3*time.Second, func() bool { return !p.InvalidationStats().Tracking })
+	t.Logf("hung Redis noticed after %v", time.Since(start))
+	if n := p.Stats().L1Bytes; n != 0 {
+		t.Fatalf("L1 holds %d bytes while tracking is down", n)
+	}
+	srv.Resume()
+	waitWithin(t, 3*time.Second, func() bool { return p.InvalidationStats().Tracking })
+	if v, err := Get[string](bg, p, "k"); err != nil || v != "v" {
+		t.Fatalf("after resume: %q, %v", v, err)
+	}
+}
+
+// An entry is never served from L1 after Redis has let it expire, whichever
+// path put it in L1. Invalidation is off: only the TTL bound protects.
+func TestL1NeverOutlivesRedisTTL(t *testing.T) {
+	srv, raw := withRedis(t)
+	c := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	w := newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig("")})
+	paths := map[string]func(key string) error{
+		"set": func(key string) error { return c.SetWithTTL(bg, key, "v", time.Second) },
+		"get": func(key string) error {
+			if err := w.SetWithTTL(bg, key, "v", time.Second); err != nil {
+				return err
+			}
+			_, err := Get[string](bg, c, key)
+			return err
+		},
+		"mget": func(key string) error {
+			if err := w.SetWithTTL(bg, key, "v", time.Second); err != nil {
+				return err
+			}
+			_, err := MGet[string](bg, c, []string{key})
+			return err
+		},
+		"getorload": func(key string) error {
+			_, err := getOrLoadOneSecond(c, key)
+			return err
+		},
+	}
+	for name, put := range paths {
+		t.Run(name, func(t *testing.T) {
+			key := "ttl:" + name
+			if err := put(key); err != nil {
+				t.Fatal(err)
+			}
+			waitWithin(t, 3*time.Second, func() bool {
+				inRedis := raw.Exists(bg, key).Val() == 1 // read Redis first
+				_, err := Get[string](bg, c, key)
+				if err == nil && !inRedis {
+					t.Fatalf("%s: served from L1 after Redis expired the key", name)
+				}
+				return errors.Is(err, ErrNotFound)
+			})
+		})
+	}
+}
+
+// getOrLoadOneSecond loads "v" under key for one second.
+func getOrLoadOneSecond(c *Client, key string) (string, error) {
+	return GetOrLoad(bg, c, key, time.Second, func(context.Context) (string, error) { return "v", nil })
+}
+
+// waitWithin polls cond until it holds, failing after limit.
+func waitWithin(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

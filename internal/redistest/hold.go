@@ -1,0 +1,110 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Hold is a go-redis hook that holds back the reply of one command (or of
+// one pipeline containing it) after Redis has executed it, until Release:
+// the caller sees its command still in flight while Redis already applied
+// it. Only the first command that matches is held; every other passes.
+//
+//	h := redistest.NewHold("set", "k")
+//	rdb.AddHook(h)
+//	go client.Set(ctx, "k", "a") // Redis holds "a"; Set does not return
+//	<-h.Held()
+//	... race something against the held Set ...
+//	h.Release()
+type Hold struct {
+	name, key string
+	before    bool // hold before the command is sent instead of after
+	once      sync.Once
+	armed     chan struct{} // holds one token until a command takes it
+	held      chan struct{}
+	release   chan struct{}
+}
+
+// NewHold returns a Hold for the first command named name (lower case, as
+// go-redis names commands) whose first argument is key.
+func NewHold(name, key string) *Hold {
+	h := &Hold{name: name, key: key, armed: make(chan struct{}, 1), held: make(chan struct{}), release: make(chan struct{})}
+	h.armed <- struct{}{}
+	return h
+}
+
+// NewHoldBefore returns a Hold that holds the first matching command
+// before it is sent: the caller has started it, Redis has not seen it.
+func NewHoldBefore(name, key string) *Hold {
+	h := NewHold(name, key)
+	h.before = true
+	return h
+}
+
+// Held is closed once a matching command is being held.
+func (h *Hold) Held() <-chan struct{} { return h.held }
+
+// Release lets the held reply (and any later match) through. It is
+// idempotent.
+func (h *Hold) Release() { h.once.Do(func() { close(h.release) }) }
+
+func (h *Hold) matches(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		args := c.Args()
+		if c.Name() == h.name && len(args) > 1 && fmt.Sprint(args[1]) == h.key {
+			return true
+		}
+	}
+	return false
+}
+
+// hold blocks when cmds match and the Hold is still armed.
+func (h *Hold) hold(cmds []redis.Cmder) {
+	if !h.matches(cmds) {
+		return
+	}
+	select {
+	case <-h.armed:
+	default:
+		return
+	}
+	close(h.held)
+	<-h.release
+}
+
+// DialHook implements redis.Hook.
+func (h *Hold) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+// ProcessHook implements redis.Hook.
+func (h *Hold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.before {
+			h.hold([]redis.Cmder{cmd})
+		}
+		err := next(ctx, cmd)
+		if !h.before {
+			h.hold([]redis.Cmder{cmd})
+		}
+		return err
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h *Hold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.before {
+			h.hold(cmds)
+		}
+		err := next(ctx, cmds)
+		if !h.before {
+			h.hold(cmds)
+		}
+		return err
+	}
+}

@@ -1,0 +1,426 @@
+package l2
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// InvalidationChannel is where Redis delivers the invalidation messages of
+// server-assisted client-side caching (CLIENT TRACKING).
+const InvalidationChannel = "__redis__:invalidate"
+
+// Tracking timing. A listener sends a PING after trackPingEvery without a
+// message and declares its connection lost when nothing at all has arrived
+// for trackDeadline, so a connection that hangs (SIGSTOP, a black hole) is
+// noticed within trackDeadline plus one receive timeout. Cluster and ring
+// topologies are re-read every trackRefresh.
+const (
+	trackPingEvery = 250 * time.Millisecond
+	trackDeadline  = time.Second
+	trackRefresh   = time.Second
+	trackBackoff   = 50 * time.Millisecond
+	trackMaxBack   = time.Second
+)
+
+// errSilent ends a tracking session whose connection stopped answering.
+var errSilent = errors.New("l2: tracking connection silent")
+
+// TrackingHandler receives what a Tracker hears. Its functions are called
+// one at a time.
+type TrackingHandler struct {
+	// Invalidate receives full Redis keys that some client (this one
+	// included) wrote, deleted, or that expired or were evicted. A nil
+	// slice means every key (FLUSHDB, FLUSHALL, or a message the Tracker
+	// could not read).
+	Invalidate func(keys []string)
+	// Down is called when the Tracker can no longer vouch that it hears
+	// every write: a node's connection was lost or a node is not tracked
+	// yet. err says why.
+	Down func(err error)
+	// Up is called when every node is tracked again (and the first time).
+	// Writes made while the Tracker was down were not reported.
+	Up func()
+}
+
+// Tracker keeps one connection per Redis node (every master of a cluster,
+// every shard of a ring) in broadcasting CLIENT TRACKING mode for one key
+// prefix, and reports every write to a key under that prefix. Stop it with
+// Close.
+type Tracker struct {
+	prefix string
+	h      TrackingHandler
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  chan struct{}
+
+	// discover returns the options of every node to track.
+	discover func(ctx context.Context) ([]*redis.Options, error)
+	static   bool // discover always returns the same single node
+
+	mu      sync.Mutex // serializes handler calls and guards what follows
+	nodes   map[string]*nodeListener
+	up      bool
+	readyOn sync.Once
+}
+
+// Track starts tracking every key that starts with prefix ("" tracks every
+// key) and returns at once; Ready is closed when tracking is first in
+// place. The Tracker opens connections of its own, with the settings of
+// the Store's client, and never uses the Store's connection pool.
+func (s *Store) Track(prefix string, h TrackingHandler) (*Tracker, error) {
+	if err := s.check("track"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Tracker{prefix: prefix, h: h, cancel: cancel, ready: make(chan struct{}), nodes: map[string]*nodeListener{}}
+	switch rdb := s.rdb.(type) {
+	case *redis.Client:
+		t.static = true
+		t.discover = func(context.Context) ([]*redis.Options, error) { return []*redis.Options{rdb.Options()}, nil }
+	case *redis.ClusterClient:
+		t.discover = func(ctx context.Context) ([]*redis.Options, error) { return clusterMasters(ctx, rdb) }
+	case *redis.Ring:
+		t.discover = func(ctx context.Context) ([]*redis.Options, error) { return ringShards(ctx, rdb) }
+	default:
+		cancel()
+		return nil, &BackendError{Op: "track", Err: errors.New("client type does not support tracking")}
+	}
+	t.wg.Add(1)
+	go t.supervise(ctx)
+	return t, nil
+}
+
+// Ready is closed once every node is tracked for the first time.
+func (t *Tracker) Ready() <-chan struct{} { return t.ready }
+
+// Close stops every listener and waits for their goroutines. It is
+// idempotent and returns nil.
+func (t *Tracker) Close() error {
+	t.cancel()
+	t.wg.Wait()
+	return nil
+}
+
+// supervise keeps one listener per discovered node until ctx ends.
+func (t *Tracker) supervise(ctx context.Context) {
+	defer t.wg.Done()
+	defer t.stopAll()
+	tick := time.NewTicker(trackRefresh)
+	defer tick.Stop()
+	for {
+		t.refresh(ctx)
+		if t.static {
+			<-ctx.Done()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// refresh starts listeners for new nodes and stops those of nodes that left.
+func (t *Tracker) refresh(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(ctx, trackRefresh)
+	opts, err := t.discover(dctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			t.mu.Lock()
+			t.setUp(false, fail("track", err))
+			t.mu.Unlock()
+		}
+		return
+	}
+	want := make(map[string]*redis.Options, len(opts))
+	for _, o := range opts {
+		want[o.Addr] = o
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for addr, n := range t.nodes {
+		if _, ok := want[addr]; !ok {
+			n.stop()
+			delete(t.nodes, addr)
+		}
+	}
+	for addr, o := range want {
+		if _, ok := t.nodes[addr]; !ok {
+			n := newNodeListener(t, o)
+			t.nodes[addr] = n
+			t.wg.Add(1)
+			go n.run(ctx)
+		}
+	}
+	t.evaluate(errors.New("l2: tracking: node not tracked yet"))
+}
+
+// stopAll stops every listener (the Tracker is closing).
+func (t *Tracker) stopAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for addr, n := range t.nodes {
+		n.stop()
+		delete(t.nodes, addr)
+	}
+}
+
+// evaluate recomputes whether every node is tracked. The caller holds mu.
+func (t *Tracker) evaluate(why error) {
+	all := len(t.nodes) > 0
+	for _, n := range t.nodes {
+		all = all && n.up
+	}
+	t.setUp(all, why)
+}
+
+// setUp records the aggregate state and reports a change. The caller holds mu.
+func (t *Tracker) setUp(up bool, why error) {
+	if up == t.up {
+		return
+	}
+	t.up = up
+	if !up {
+		if t.h.Down != nil {
+			t.h.Down(why)
+		}
+		return
+	}
+	if t.h.Up != nil {
+		t.h.Up()
+	}
+	t.readyOn.Do(func() { close(t.ready) })
+}
+
+// nodeState is called by a listener when its connection is confirmed (up)
+// or lost.
+func (t *Tracker) nodeState(n *nodeListener, up bool, why error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.nodes[n.addr] != n {
+		return // stopped meanwhile
+	}
+	n.up = up
+	if !up {
+		t.setUp(false, why)
+		return
+	}
+	t.evaluate(why)
+}
+
+// invalidate delivers keys under mu, so handler calls never overlap.
+func (t *Tracker) invalidate(keys []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.h.Invalidate != nil {
+		t.h.Invalidate(keys)
+	}
+}
+
+// nodeListener is one node's tracking connection: a dedicated go-redis
+// client whose every new connection turns tracking on, redirected to
+// itself, before it subscribes to InvalidationChannel.
+type nodeListener struct {
+	t      *Tracker
+	addr   string
+	rdb    *redis.Client
+	cancel context.CancelFunc
+	up     bool // guarded by t.mu
+}
+
+func newNodeListener(t *Tracker, base *redis.Options) *nodeListener {
+	o := listenerOptions(base, t.prefix)
+	return &nodeListener{t: t, addr: base.Addr, rdb: redis.NewClient(o)}
+}
+
+// listenerOptions copies the node's settings (address, dialer, TLS,
+// credentials, database) and makes them fit one long-lived RESP2
+// subscription that enables broadcasting tracking on connect.
+func listenerOptions(base *redis.Options, prefix string) *redis.Options {
+	o := &redis.Options{
+		Network:                    base.Network,
+		Addr:                       base.Addr,
+		Dialer:                     base.Dialer,
+		Username:                   base.Username,
+		Password:                   base.Password,
+		CredentialsProvider:        base.CredentialsProvider,
+		CredentialsProviderContext: base.CredentialsProviderContext,
+		DB:                         base.DB,
+		TLSConfig:                  base.TLSConfig,
+		ClientName:                 base.ClientName,
+		Protocol:                   2,
+		MaxRetries:                 -1,
+		DialTimeout:                trackDeadline,
+		WriteTimeout:               trackDeadline,
+		ReadTimeout:                trackDeadline,
+		PoolSize:                   1,
+		DisableIdentity:            true,
+	}
+	userInit := base.OnConnect
+	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		if userInit != nil {
+			if err := userInit(ctx, cn); err != nil {
+				return err
+			}
+		}
+		id, err := cn.ClientID(ctx).Result()
+		if err != nil {
+			return err
+		}
+		args := []any{"client", "tracking", "on", "redirect", id, "bcast"}
+		if prefix != "" {
+			args = append(args, "prefix", prefix)
+		}
+		return cn.Do(ctx, args...).Err()
+	}
+	return o
+}
+
+// stop ends the listener; its goroutine exits soon after. The caller holds t.mu.
+func (n *nodeListener) stop() {
+	if n.cancel != nil {
+		n.cancel()
+	}
+}
+
+// run keeps the node's subscription up until ctx ends or stop is called.
+func (n *nodeListener) run(parent context.Context) {
+	defer n.t.wg.Done()
+	ctx, cancel := context.WithCancel(parent)
+	n.t.mu.Lock()
+	n.cancel = cancel
+	n.t.mu.Unlock()
+	defer cancel()
+	defer func() { _ = n.rdb.Close() }()
+	backoff := trackBackoff
+	for ctx.Err() == nil {
+		err := n.session(ctx, &backoff)
+		if ctx.Err() != nil {
+			return
+		}
+		n.t.nodeState(n, false, fail("track", err))
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, trackMaxBack)
+	}
+}
+
+// session runs one subscription until its connection fails or goes quiet
+// for trackDeadline; it returns why it ended.
+func (n *nodeListener) session(ctx context.Context, backoff *time.Duration) error {
+	ps := n.rdb.Subscribe(ctx, InvalidationChannel)
+	defer func() { _ = ps.Close() }()
+	heard := time.Now()
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, trackPingEvery)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if time.Since(heard) > trackDeadline {
+					return errSilent
+				}
+				if perr := ps.Ping(ctx); perr != nil {
+					return perr
+				}
+				continue
+			}
+			if strings.Contains(err.Error(), "unsupported pubsub message") {
+				// A message go-redis cannot represent (FLUSHALL's nil
+				// key list is one): the only safe reading is "every key".
+				heard = time.Now()
+				n.t.invalidate(nil)
+				continue
+			}
+			return err
+		}
+		heard = time.Now()
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				*backoff = trackBackoff
+				n.t.nodeState(n, true, nil)
+			}
+		case *redis.Message:
+			if m.Channel != InvalidationChannel {
+				continue
+			}
+			if m.PayloadSlice != nil {
+				n.t.invalidate(m.PayloadSlice)
+			} else {
+				n.t.invalidate(nil) // a payload that is not a key list
+			}
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// clusterMasters reads the cluster's masters from CLUSTER SLOTS (not from
+// the client's cached state, which a failover leaves stale) and returns
+// node options built from the cluster client's settings.
+func clusterMasters(ctx context.Context, rdb *redis.ClusterClient) ([]*redis.Options, error) {
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	co := rdb.Options()
+	seen := map[string]bool{}
+	var out []*redis.Options
+	for _, s := range slots {
+		if len(s.Nodes) == 0 || seen[s.Nodes[0].Addr] {
+			continue
+		}
+		addr := s.Nodes[0].Addr
+		seen[addr] = true
+		out = append(out, &redis.Options{
+			Addr:                       addr,
+			Dialer:                     co.Dialer,
+			OnConnect:                  co.OnConnect,
+			Username:                   co.Username,
+			Password:                   co.Password,
+			CredentialsProvider:        co.CredentialsProvider,
+			CredentialsProviderContext: co.CredentialsProviderContext,
+			TLSConfig:                  co.TLSConfig,
+			ClientName:                 co.ClientName,
+		})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("l2: tracking: cluster has no master")
+	}
+	return out, nil
+}
+
+// ringShards returns the options of every live shard of a ring.
+func ringShards(ctx context.Context, rdb *redis.Ring) ([]*redis.Options, error) {
+	var mu sync.Mutex
+	var out []*redis.Options
+	err := rdb.ForEachShard(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		out = append(out, c.Options())
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
