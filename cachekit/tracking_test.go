@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -202,4 +203,46 @@ func within(limit time.Duration, cond func() bool) bool {
 		time.Sleep(2 * time.Millisecond)
 	}
 	return true
+}
+
+// The L1 hit ratio of a 95 % read / 5 % write workload on 100 keys, with
+// invalidation off (a Client's own writes stay in its L1, as they did with
+// the pub/sub channel) and with tracking (each own write comes back as an
+// invalidation and costs the next read a Redis round trip).
+func TestTrackingHitRatio95Read5Write(t *testing.T) {
+	srv, _ := withRedis(t)
+	for _, inv := range []bool{false, true} {
+		opts := Options{RedisURL: srv.URL(), L1MaxBytes: 8 << 20, Encryption: encConfig("")}
+		if inv {
+			opts.Invalidation = &Invalidation{}
+		}
+		c := newClient(t, opts)
+		for k := range 100 {
+			if err := c.Set(bg, fmt.Sprintf("ratio:%v:%d", inv, k), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		base := c.Stats()
+		r := rand.New(rand.NewPCG(1, 2))
+		const ops = 20000
+		for i := range ops {
+			key := fmt.Sprintf("ratio:%v:%d", inv, r.IntN(100))
+			if r.IntN(100) < 5 {
+				if err := c.Set(bg, key, i); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if _, err := Get[int](bg, c, key); err != nil && !errors.Is(err, ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+		st := c.Stats()
+		hits, misses := st.L1Hits-base.L1Hits, st.L1Misses-base.L1Misses
+		ratio := float64(hits) / float64(hits+misses)
+		t.Logf("invalidation=%v: L1 hit ratio %.3f (%d hits, %d misses)", inv, ratio, hits, misses)
+		if ratio < 0.9 {
+			t.Errorf("hit ratio %.3f below 0.9", ratio)
+		}
+	}
 }

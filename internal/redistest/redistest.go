@@ -9,6 +9,7 @@ package redistest
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -23,9 +24,10 @@ import (
 
 // Server is one private redis-server process.
 type Server struct {
-	tb   testing.TB
-	dir  string
-	port int
+	tb    testing.TB
+	dir   string
+	port  int
+	extra []string // more redis-server arguments
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -36,13 +38,19 @@ type Server struct {
 // and skips it under -short.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return startWith(tb)
+}
+
+// startWith is Start with more redis-server arguments.
+func startWith(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("redistest: real redis-server tests skipped under -short")
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatalf("redistest: redis-server not on PATH (apt-get install -y redis-server): %v", err)
 	}
-	s := &Server{tb: tb, dir: tb.TempDir(), port: freePort(tb)}
+	s := &Server{tb: tb, dir: tb.TempDir(), port: freePort(tb), extra: extra}
 	s.start()
 	tb.Cleanup(func() { s.Resume(); s.Kill() })
 	return s
@@ -63,7 +71,7 @@ func (s *Server) start() {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		cmd := exec.Command("redis-server",
+		args := append([]string{
 			"--port", strconv.Itoa(s.port),
 			"--bind", "127.0.0.1",
 			"--dir", s.dir,
@@ -72,7 +80,8 @@ func (s *Server) start() {
 			"--appendonly", "no",
 			"--protected-mode", "yes",
 			"--logfile", filepath.Join(s.dir, "redis.log"),
-		)
+		}, s.extra...)
+		cmd := exec.Command("redis-server", args...)
 		if err := cmd.Start(); err != nil {
 			s.tb.Fatalf("redistest: start redis-server: %v", err)
 		}
@@ -146,11 +155,38 @@ func (s *Server) Restart() {
 // Do sends one command over a fresh connection and returns the first reply
 // line (RESP type byte included), for harness use and low-level test setup.
 func Do(addr string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	line, _, done, err := do(addr, args)
+	defer done()
+	return line, err
+}
+
+// DoBulk is Do for a command whose reply is a bulk string: it returns the
+// string's contents.
+func DoBulk(addr string, args ...string) (string, error) {
+	line, rd, done, err := do(addr, args)
+	defer done()
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	n, err := strconv.Atoi(strings.TrimPrefix(line, "$"))
+	if !strings.HasPrefix(line, "$") || err != nil || n < 0 {
+		return "", fmt.Errorf("redistest: not a bulk reply: %q", line)
+	}
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// do sends args over a fresh connection and returns the first reply line,
+// a reader positioned after it, and done, which closes the connection.
+func do(addr string, args []string) (string, *bufio.Reader, func(), error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", nil, func() {}, err
+	}
+	done := func() { _ = c.Close() }
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -158,10 +194,11 @@ func Do(addr string, args ...string) (string, error) {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if _, err := c.Write([]byte(b.String())); err != nil {
-		return "", err
+		return "", nil, done, err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), rd, done, err
 }
 
 func waitReady(addr string, limit time.Duration) error {

@@ -1,0 +1,110 @@
+package l2
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+)
+
+// heard collects what a Tracker reports.
+type heard struct {
+	mu        sync.Mutex
+	keys      map[string]int
+	flushes   int
+	ups, down int
+}
+
+func (h *heard) handler() TrackingHandler {
+	return TrackingHandler{
+		Invalidate: func(keys []string) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if keys == nil {
+				h.flushes++
+			}
+			for _, k := range keys {
+				h.keys[k]++
+			}
+		},
+		Down: func(error) { h.mu.Lock(); h.down++; h.mu.Unlock() },
+		Up:   func() { h.mu.Lock(); h.ups++; h.mu.Unlock() },
+	}
+}
+
+func (h *heard) has(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.keys[key] > 0
+}
+
+// Every master of a 3-master cluster is tracked: a write to a key on any of
+// them is reported, a key outside the prefix is not.
+func TestTrackerCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	h := &heard{keys: map[string]int{}}
+	tr, err := New(rdb).Track("app:", h.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	select {
+	case <-tr.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("tracking not ready")
+	}
+	nodes := map[string]bool{}
+	for i := range 30 {
+		key := fmt.Sprintf("app:k%d", i)
+		if err := rdb.Set(bg, key, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "tracked", func() bool { return h.has(key) })
+		addr, err := rdb.MasterForKey(bg, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[addr.Options().Addr] = true
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("keys covered %d masters, want 3", len(nodes))
+	}
+	if err := rdb.Set(bg, "other:k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(bg, "app:last", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "tracked", func() bool { return h.has("app:last") })
+	if h.has("other:k") {
+		t.Fatal("a key outside the prefix was reported")
+	}
+}
+
+// A killed node makes the Tracker go down; when it is back, up again.
+func TestTrackerStandaloneLossAndReturn(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	h := &heard{keys: map[string]int{}}
+	tr, err := New(rdb).Track("", h.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	<-tr.Ready()
+	srv.Kill()
+	waitUntil(t, "tracked", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.down == 1 })
+	srv.Restart()
+	waitUntil(t, "tracked", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.ups == 2 })
+	if err := rdb.Set(bg, "x", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "tracked", func() bool { return h.has("x") })
+}
