@@ -6,40 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// inbox collects what a Subscription delivers.
-type inbox struct {
-	mu      sync.Mutex
-	msgs    []string
-	lost    int
-	resub   int
-	lostErr error
-}
-
-func (in *inbox) handler() SubscriptionHandler {
-	return SubscriptionHandler{
-		Message: func(p []byte) { in.mu.Lock(); in.msgs = append(in.msgs, string(p)); in.mu.Unlock() },
-		Lost:    func(err error) { in.mu.Lock(); in.lost++; in.lostErr = err; in.mu.Unlock() },
-		Resubscribed: func() {
-			in.mu.Lock()
-			in.resub++
-			in.mu.Unlock()
-		},
-	}
-}
-
-func (in *inbox) snapshot() (msgs []string, lost, resub int) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]string(nil), in.msgs...), in.lost, in.resub
-}
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -52,23 +24,22 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// subscribed subscribes an inbox to channel "inv" of f's store, waits until
-// the subscription is live and closes it when t ends.
-func subscribed(t *testing.T, f *fixture) (*inbox, *Subscription) {
+// subscribed subscribes to channel "inv" with the store's own go-redis
+// client and returns the channel of payloads (as an earlier release of the
+// library listens).
+func subscribed(t *testing.T, f *fixture) <-chan *redis.Message {
 	t.Helper()
-	in := &inbox{}
-	sub, err := f.store.Subscribe("inv", in.handler())
-	if err != nil {
+	ps := f.store.Client().Subscribe(bg, "inv")
+	if _, err := ps.Receive(bg); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sub.Close() })
-	<-sub.Ready()
-	return in, sub
+	t.Cleanup(func() { _ = ps.Close() })
+	return ps.Channel()
 }
 
 func TestSetPublishDeletePublish(t *testing.T) {
 	f := setup(t)
-	in, _ := subscribed(t, f)
+	in := subscribed(t, f)
 	f.hook.reset()
 	if err := f.store.SetPublish(bg, "k", []byte("v"), time.Minute, "inv", []byte("m1")); err != nil {
 		t.Fatal(err)
@@ -84,8 +55,16 @@ func TestSetPublishDeletePublish(t *testing.T) {
 	if err := f.store.Publish(bg, "inv", []byte("m3"), []byte("m4")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "4 messages", func() bool { m, _, _ := in.snapshot(); return len(m) == 4 })
-	if m, _, _ := in.snapshot(); fmt.Sprint(m) != "[m1 m2 m3 m4]" {
+	var m []string
+	for len(m) < 4 {
+		select {
+		case msg := <-in:
+			m = append(m, msg.Payload)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("messages: %v", m)
+		}
+	}
+	if fmt.Sprint(m) != "[m1 m2 m3 m4]" {
 		t.Fatalf("messages: %v", m)
 	}
 	if err := f.store.SetPublish(bg, "k", []byte("v"), 0, "inv", nil); !errors.Is(err, ErrInvalidTTL) {
@@ -93,32 +72,10 @@ func TestSetPublishDeletePublish(t *testing.T) {
 	}
 }
 
-func TestSubscriptionReportsLossAndResubscribes(t *testing.T) {
-	f := setup(t)
-	in, sub := subscribed(t, f)
-	f.srv.Kill()
-	waitUntil(t, "loss reported", func() bool { _, l, _ := in.snapshot(); return l == 1 })
-	f.srv.Restart()
-	waitUntil(t, "resubscribed", func() bool { _, _, r := in.snapshot(); return r == 1 })
-	if err := f.store.Publish(bg, "inv", []byte("after")); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "message after restart", func() bool { m, _, _ := in.snapshot(); return len(m) == 1 })
-	in.mu.Lock()
-	var be *BackendError
-	ok := errors.As(in.lostErr, &be) && be.Op == "subscribe"
-	in.mu.Unlock()
-	if !ok {
-		t.Fatalf("loss error: %v", in.lostErr)
-	}
-	_ = sub.Close()
-	_ = sub.Close() // idempotent
-}
-
-func TestSubscribeOnClosedStore(t *testing.T) {
+func TestTrackAndPublishOnNilClient(t *testing.T) {
 	s := New(nil)
-	if _, err := s.Subscribe("c", SubscriptionHandler{}); err == nil {
-		t.Fatal("Subscribe on a nil client")
+	if _, err := s.Track("", TrackingHandler{}); err == nil {
+		t.Fatal("Track on a nil client")
 	}
 	if err := s.Publish(bg, "c", []byte("x")); err == nil {
 		t.Fatal("Publish on a nil client")
