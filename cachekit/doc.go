@@ -21,9 +21,14 @@
 // # Guarantees
 //
 //   - Read-your-write: once Set returns nil, a Get in the same process sees
-//     the new value (unless L1 admission rejected it in L1-only mode, which
-//     Stats counts), and a slow backfill from Redis never overwrites a newer
-//     Set or resurrects a Delete in L1.
+//     the new value or a later one (unless L1 admission rejected it in
+//     L1-only mode, which Stats counts).
+//   - L1 never serves what Redis no longer holds because of this process:
+//     every L1 write after a Redis round trip lands only if no Set, Delete,
+//     invalidation or flush of the key overlapped it, and an L1 entry never
+//     outlives its Redis TTL. With Options.Invalidation, writes by anyone
+//     else reach L1 through Redis's CLIENT TRACKING, and L1 is cleared and
+//     bypassed while tracking is down. docs/production.md states the model.
 //   - An entry that fails to authenticate or parse is never returned as a
 //     value: from L1 it is evicted and the read falls back to Redis; from
 //     Redis it is an *EntryError wrapping ErrAuthFailed or a *FormatError.

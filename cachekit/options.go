@@ -109,9 +109,10 @@ type Options struct {
 	// nil (off). Production and Secure set &SWR{}.
 	SWR *SWR
 
-	// Invalidation keeps the L1s of a fleet coherent over Redis pub/sub;
-	// see Invalidation. It needs Redis. Default: nil (off). Production and
-	// Secure set &Invalidation{}.
+	// Invalidation keeps L1 coherent with writes by anyone (Redis CLIENT
+	// TRACKING, Redis 6 or later); see Invalidation. It needs Redis and L1.
+	// Default: nil (off: other processes' writes reach this L1 only when
+	// the entry's TTL ends). Production and Secure set &Invalidation{}.
 	Invalidation *Invalidation
 
 	// MeterProvider receives the Client's OpenTelemetry metrics (see
@@ -138,8 +139,8 @@ func Minimal() Options {
 // Production returns the production preset: L1 on (64 MiB), default TTL
 // 600 s, compression on, no encryption, the reliability stack on with
 // FailOpen (an unreachable Redis makes reads misses, so GetOrLoad runs the
-// loader uncached, and absorbs writes), SWR and cross-instance L1
-// invalidation on.
+// loader uncached, and absorbs writes), SWR and L1 invalidation (CLIENT
+// TRACKING) on.
 func Production() Options {
 	return Options{
 		L1MaxBytes:   defaultL1Bytes,

@@ -16,8 +16,19 @@
 // GET and PTTL. MGet is a single MGET on a standalone server; on a
 // *redis.ClusterClient the keys are grouped by hash slot (CRC16 of the hash
 // tag, as Redis Cluster places them) and one MGET per slot goes out in one
-// pipeline. MSet pipelines SET PX per item. TryLock is SET NX PX and Unlock a
+// pipeline. MGetWithTTL adds one PTTL per key to the same pipeline. MSet
+// pipelines SET PX per item. TryLock is SET NX PX and Unlock a
 // compare-and-delete Lua script.
+//
+// # Tracking
+//
+// Track keeps one connection of its own per node (the client's node; every
+// master of a cluster, re-read every second; every shard of a ring) in
+// broadcasting CLIENT TRACKING mode for a key prefix, redirected to itself
+// and subscribed to __redis__:invalidate, and reports every key Redis says
+// was written, deleted, expired or evicted. It pings a quiet connection
+// every 250 ms and reports the Tracker down when a node's connection fails
+// or stays silent for 1 s, and up again once every node is tracked.
 //
 // # Errors
 //
