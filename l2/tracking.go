@@ -154,10 +154,11 @@ func (t *Tracker) refresh(ctx context.Context) {
 	}
 	for addr, o := range want {
 		if _, ok := t.nodes[addr]; !ok {
-			n := newNodeListener(t, o)
+			nctx, cancel := context.WithCancel(ctx)
+			n := &nodeListener{t: t, addr: addr, rdb: redis.NewClient(listenerOptions(o, t.prefix)), cancel: cancel}
 			t.nodes[addr] = n
 			t.wg.Add(1)
-			go n.run(ctx)
+			go n.run(nctx)
 		}
 	}
 	t.evaluate(errors.New("l2: tracking: node not tracked yet"))
@@ -236,11 +237,6 @@ type nodeListener struct {
 	up     bool // guarded by t.mu
 }
 
-func newNodeListener(t *Tracker, base *redis.Options) *nodeListener {
-	o := listenerOptions(base, t.prefix)
-	return &nodeListener{t: t, addr: base.Addr, rdb: redis.NewClient(o)}
-}
-
 // listenerOptions copies the node's settings (address, dialer, TLS,
 // credentials, database) and makes them fit one long-lived RESP2
 // subscription that enables broadcasting tracking on connect.
@@ -284,21 +280,13 @@ func listenerOptions(base *redis.Options, prefix string) *redis.Options {
 	return o
 }
 
-// stop ends the listener; its goroutine exits soon after. The caller holds t.mu.
-func (n *nodeListener) stop() {
-	if n.cancel != nil {
-		n.cancel()
-	}
-}
+// stop ends the listener; its goroutine exits soon after.
+func (n *nodeListener) stop() { n.cancel() }
 
-// run keeps the node's subscription up until ctx ends or stop is called.
-func (n *nodeListener) run(parent context.Context) {
+// run keeps the node's subscription up until ctx ends (Close, or stop).
+func (n *nodeListener) run(ctx context.Context) {
 	defer n.t.wg.Done()
-	ctx, cancel := context.WithCancel(parent)
-	n.t.mu.Lock()
-	n.cancel = cancel
-	n.t.mu.Unlock()
-	defer cancel()
+	defer n.cancel()
 	defer func() { _ = n.rdb.Close() }()
 	backoff := trackBackoff
 	for ctx.Err() == nil {
@@ -319,6 +307,8 @@ func (n *nodeListener) run(parent context.Context) {
 func (n *nodeListener) session(ctx context.Context, backoff *time.Duration) error {
 	ps := n.rdb.Subscribe(ctx, InvalidationChannel)
 	defer func() { _ = ps.Close() }()
+	// Closing the subscription interrupts a blocked receive at once.
+	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
 	heard := time.Now()
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, trackPingEvery)
@@ -381,6 +371,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // the client's cached state, which a failover leaves stale) and returns
 // node options built from the cluster client's settings.
 func clusterMasters(ctx context.Context, rdb *redis.ClusterClient) ([]*redis.Options, error) {
+	//lint:ignore SA1019 CLUSTER SLOTS answers on Redis 6 too; CLUSTER SHARDS needs 7.
 	slots, err := rdb.ClusterSlots(ctx).Result()
 	if err != nil {
 		return nil, err
