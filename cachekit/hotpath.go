@@ -25,9 +25,10 @@ func (c *Client) Set(ctx context.Context, key string, value any) error {
 // SetWithTTL stores value under key for ttl. ttl must be positive and at
 // most 30 days; sub-second TTLs are rounded up to one second. The value is
 // encoded with msgpack (canonical msgpack in interop mode). L2 is written
-// first, then L1; once SetWithTTL returns nil, a Get in this process returns
-// the new value (unless L1 admission rejected it and L2 is absent, which
-// Stats counts as L1Rejected).
+// first, then L1 (only if no other write, delete or invalidation of key
+// overlapped; otherwise L1 drops key). Once SetWithTTL returns nil, a Get in
+// this process returns the new value or a later one (in L1-only mode,
+// unless L1 admission rejected it, which Stats counts as L1Rejected).
 func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
 	if c.closed.Load() {
 		return ErrClosed

@@ -12,14 +12,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// trackedPair returns a Production-like Client (encrypted, L1, tracking)
-// and a writer that is not it: a Minimal-preset Client with the same key and
-// invalidation off, plus a raw go-redis client, all on one fresh Redis.
+// trackedPair returns a Production-preset Client (with encryption) and a
+// writer that is not it: a Minimal-preset Client with the same key (so
+// invalidation off), plus a raw go-redis client, all on one fresh Redis.
 func trackedPair(t *testing.T) (p, w *Client, raw *redis.Client, srvAddr string) {
 	t.Helper()
 	srv, raw := withRedis(t)
-	p = newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, Reliability: &Reliability{FailOpen: true}})
-	w = newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig("")})
+	po := Production()
+	po.RedisURL, po.Encryption = srv.URL(), encConfig("")
+	p = newClient(t, po)
+	wo := Minimal()
+	wo.RedisURL, wo.Encryption = srv.URL(), encConfig("")
+	w = newClient(t, wo)
 	if !p.InvalidationStats().Tracking {
 		t.Fatal("tracking not up after New")
 	}
