@@ -22,7 +22,8 @@
 //
 // # Tracking
 //
-// Track keeps one connection of its own per node (the client's node; every
+// Track keeps one connection of its own per node (the client's node; the
+// master a failover client's Sentinel names, re-resolved every second; every
 // master of a cluster, re-read every second; every shard of a ring) in
 // broadcasting CLIENT TRACKING mode for a key prefix, redirected to itself
 // and subscribed to __redis__:invalidate, and reports every key Redis says

@@ -81,6 +81,10 @@ func (s *Store) Track(prefix string, h TrackingHandler) (*Tracker, error) {
 	t := &Tracker{prefix: prefix, h: h, cancel: cancel, ready: make(chan struct{}), nodes: map[string]*nodeListener{}}
 	switch rdb := s.rdb.(type) {
 	case *redis.Client:
+		if rdb.Options().Addr == failoverAddr {
+			t.discover = func(ctx context.Context) ([]*redis.Options, error) { return sentinelMaster(ctx, rdb.Options()) }
+			break
+		}
 		t.static = true
 		t.discover = func(context.Context) ([]*redis.Options, error) { return []*redis.Options{rdb.Options()}, nil }
 	case *redis.ClusterClient:
@@ -401,6 +405,25 @@ func clusterMasters(ctx context.Context, rdb *redis.ClusterClient) ([]*redis.Opt
 		return nil, errors.New("l2: tracking: cluster has no master")
 	}
 	return out, nil
+}
+
+// failoverAddr is the Addr go-redis gives the options of a Sentinel-backed
+// (failover) client, whose dialer resolves the master on every dial.
+const failoverAddr = "FailoverClient"
+
+// sentinelMaster resolves the current master of a failover client by
+// dialing through its dialer, and returns options that connect to that
+// address only, so a failover shows up as a new node.
+func sentinelMaster(ctx context.Context, base *redis.Options) ([]*redis.Options, error) {
+	conn, err := base.Dialer(ctx, base.Network, base.Addr)
+	if err != nil {
+		return nil, err
+	}
+	addr := conn.RemoteAddr().String()
+	_ = conn.Close()
+	o := *base
+	o.Addr, o.Dialer = addr, nil
+	return []*redis.Options{&o}, nil
 }
 
 // ringShards returns the options of every live shard of a ring.
