@@ -27,10 +27,13 @@ type Server struct {
 	tb    testing.TB
 	dir   string
 	port  int
+	head  []string // arguments before the harness's own (a config file, --sentinel)
 	extra []string // more redis-server arguments
+	bus   bool     // cluster node: port+10000 is its cluster bus port
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	paused bool
 }
 
 // Start launches a redis-server on a free loopback port and registers its
@@ -44,16 +47,31 @@ func Start(tb testing.TB) *Server {
 // startWith is Start with more redis-server arguments.
 func startWith(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
+	return launch(tb, &Server{tb: tb, dir: tb.TempDir(), extra: extra})
+}
+
+// launch picks s's port, starts s and registers its shutdown.
+func launch(tb testing.TB, s *Server) *Server {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("redistest: real redis-server tests skipped under -short")
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatalf("redistest: redis-server not on PATH (apt-get install -y redis-server): %v", err)
 	}
-	s := &Server{tb: tb, dir: tb.TempDir(), port: freePort(tb), extra: extra}
+	s.port = s.pickPort()
 	s.start()
 	tb.Cleanup(func() { s.Resume(); s.Kill() })
 	return s
+}
+
+// pickPort returns a free port, one that leaves room for the cluster bus
+// when s is a cluster node.
+func (s *Server) pickPort() int {
+	if s.bus {
+		return freeClusterPort(s.tb)
+	}
+	return freePort(s.tb)
 }
 
 // Addr is the server's host:port.
@@ -71,7 +89,7 @@ func (s *Server) start() {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		args := append([]string{
+		args := append(append(append([]string(nil), s.head...),
 			"--port", strconv.Itoa(s.port),
 			"--bind", "127.0.0.1",
 			"--dir", s.dir,
@@ -80,19 +98,20 @@ func (s *Server) start() {
 			"--appendonly", "no",
 			"--protected-mode", "yes",
 			"--logfile", filepath.Join(s.dir, "redis.log"),
-		}, s.extra...)
+		), s.extra...)
 		cmd := exec.Command("redis-server", args...)
 		if err := cmd.Start(); err != nil {
 			s.tb.Fatalf("redistest: start redis-server: %v", err)
 		}
-		if lastErr = waitReady(s.Addr(), 5*time.Second); lastErr == nil {
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		if lastErr = waitReady(s.Addr(), 5*time.Second, exited); lastErr == nil {
 			s.cmd = cmd
-			go func() { _ = cmd.Wait() }()
 			return
 		}
 		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		s.port = freePort(s.tb) // the port may have been taken meanwhile
+		<-exited
+		s.port = s.pickPort() // the port may have been taken meanwhile
 	}
 	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 	s.tb.Fatalf("redistest: redis-server did not become ready: %v\n%s", lastErr, log)
@@ -118,7 +137,7 @@ func (s *Server) Kill() {
 func (s *Server) halt(stop func(*exec.Cmd)) {
 	s.mu.Lock()
 	cmd := s.cmd
-	s.cmd = nil
+	s.cmd, s.paused = nil, false
 	s.mu.Unlock()
 	if cmd == nil {
 		return
@@ -129,17 +148,26 @@ func (s *Server) halt(stop func(*exec.Cmd)) {
 
 // Pause stops the server process with SIGSTOP: it keeps its connections
 // but answers nothing, as a hung server does, until Resume.
-func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP, true) }
 
 // Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+func (s *Server) Resume() { s.signal(syscall.SIGCONT, false) }
 
-func (s *Server) signal(sig syscall.Signal) {
+func (s *Server) signal(sig syscall.Signal, paused bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
 		_ = s.cmd.Process.Signal(sig)
+		s.paused = paused
 	}
+}
+
+// live reports whether the server is running and not paused, that is,
+// whether it can answer a command.
+func (s *Server) live() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil && !s.paused
 }
 
 // Restart starts a stopped server again on the same port and directory.
@@ -201,10 +229,17 @@ func do(addr string, args []string) (string, *bufio.Reader, func(), error) {
 	return strings.TrimRight(line, "\r\n"), rd, done, err
 }
 
-func waitReady(addr string, limit time.Duration) error {
+// waitReady waits until the server at addr answers PING, giving up after
+// limit or as soon as exited is closed (the process is gone).
+func waitReady(addr string, limit time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited (last probe: %v)", err)
+		default:
+		}
 		var reply string
 		if reply, err = Do(addr, "PING"); err == nil && reply == "+PONG" {
 			return nil
@@ -228,6 +263,20 @@ func waitGone(addr string, limit time.Duration) {
 	}
 }
 
+// waitFor polls cond every 20 ms until it holds, and fails tb when limit
+// passes first. It is the one way this package waits for a real server to
+// catch up.
+func waitFor(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: %s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func freePort(tb testing.TB) int {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -236,4 +285,26 @@ func freePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// clusterBusOffset is how far above a cluster node's port its bus port is.
+const clusterBusOffset = 10000
+
+// freeClusterPort picks a free port whose cluster bus port (port+10000) is
+// a valid port and free too; redis-server refuses to start otherwise.
+func freeClusterPort(tb testing.TB) int {
+	tb.Helper()
+	for range 100 {
+		p := freePort(tb)
+		if p+clusterBusOffset > 65535 {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+clusterBusOffset)))
+		if err == nil {
+			l.Close()
+			return p
+		}
+	}
+	tb.Fatalf("redistest: no free port with a free cluster bus port")
+	return 0
 }
