@@ -9,8 +9,10 @@ import (
 type BreakerState int
 
 // The breaker's states. Closed lets every call through; Open refuses calls
-// without touching Redis until BreakerOpenFor has passed; HalfOpen lets a
-// few probe calls through, and their outcome closes or reopens it.
+// without touching Redis until Redis is seen answering again (a background
+// PING, Client.Ping, or tracking reconnecting) or BreakerOpenFor has passed;
+// HalfOpen lets a few probe calls through, and their outcome closes or
+// reopens it.
 const (
 	BreakerClosed BreakerState = iota
 	BreakerOpen
@@ -37,6 +39,9 @@ type breaker struct {
 	openFor   time.Duration
 	probes    int
 	now       func() time.Time
+	// onChange hears every transition, in order, under mu: it must not
+	// call back into the breaker. nil: nobody listens.
+	onChange func(from, to BreakerState, openedAt time.Time)
 
 	mu       sync.Mutex
 	state    BreakerState
@@ -62,7 +67,7 @@ func (b *breaker) allow() (ok, probe bool) {
 		if b.now().Sub(b.openedAt) < b.openFor {
 			return false, false
 		}
-		b.state = BreakerHalfOpen
+		b.set(BreakerHalfOpen)
 		b.inProbe = 0
 	}
 	if b.inProbe >= b.probes {
@@ -81,22 +86,24 @@ const (
 	outcomeNeutral // the caller gave up (its ctx ended): says nothing about Redis
 )
 
-// record reports the outcome of a call that allow let through.
-func (b *breaker) record(probe bool, o outcome) {
+// record reports the outcome of a call that allow let through. It reports
+// whether this call opened the breaker.
+func (b *breaker) record(probe bool, o outcome) (tripped bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if probe {
 		if b.state != BreakerHalfOpen {
-			return // another probe already decided
+			return false // another probe or the health check already decided
 		}
 		b.inProbe--
 		switch o {
 		case outcomeSuccess:
-			b.state, b.failures = BreakerClosed, 0
+			b.close()
 		case outcomeFailure:
 			b.trip()
+			return true
 		}
-		return
+		return false
 	}
 	switch o {
 	case outcomeSuccess:
@@ -105,21 +112,57 @@ func (b *breaker) record(probe bool, o outcome) {
 		}
 	case outcomeFailure:
 		if b.state != BreakerClosed {
-			return
+			return false
 		}
 		b.failures++
 		if b.failures >= b.threshold {
 			b.trip()
+			return true
 		}
+	}
+	return false
+}
+
+// answered is evidence that Redis answers (a PING succeeded, tracking
+// reconnected): an open or half-open breaker closes at once.
+func (b *breaker) answered() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != BreakerClosed {
+		b.close()
 	}
 }
 
+// isClosed reports whether the breaker lets every call through.
+func (b *breaker) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == BreakerClosed
+}
+
+// trip opens the breaker. The caller holds mu.
 func (b *breaker) trip() {
-	b.state = BreakerOpen
 	b.openedAt = b.now()
+	b.set(BreakerOpen)
 	b.failures = 0
 	b.inProbe = 0
 	b.opened++
+}
+
+// close closes the breaker. The caller holds mu.
+func (b *breaker) close() {
+	b.set(BreakerClosed)
+	b.failures = 0
+	b.inProbe = 0
+}
+
+// set changes the state and reports the transition. The caller holds mu.
+func (b *breaker) set(to BreakerState) {
+	from := b.state
+	b.state = to
+	if from != to && b.onChange != nil {
+		b.onChange(from, to, b.openedAt)
+	}
 }
 
 // snapshot returns the state (an open breaker whose wait is over reads as

@@ -17,11 +17,12 @@ import (
 // the sealed bytes also stored in L2 (Redis). It is safe for concurrent use.
 // Create it with New and release it with Close.
 type Client struct {
-	prefix     string
-	compressed bool
-	interop    bool
-	defaultTTL time.Duration
-	lockTTL    time.Duration
+	prefix      string
+	compressed  bool
+	interop     bool
+	defaultTTL  time.Duration
+	lockTTL     time.Duration
+	loadTimeout time.Duration
 
 	enc *encryption.Manager // nil: encryption off
 	// aad holds the tenant, prefix, format and compressed components of
@@ -59,19 +60,23 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		prefix:     opts.KeyPrefix,
-		compressed: !opts.DisableCompression && !opts.Interop,
-		interop:    opts.Interop,
-		defaultTTL: opts.DefaultTTL,
-		lockTTL:    opts.LockTTL,
-		log:        opts.Logger,
-		now:        opts.Clock,
+		prefix:      opts.KeyPrefix,
+		compressed:  !opts.DisableCompression && !opts.Interop,
+		interop:     opts.Interop,
+		defaultTTL:  opts.DefaultTTL,
+		lockTTL:     opts.LockTTL,
+		loadTimeout: opts.LoadTimeout,
+		log:         opts.Logger,
+		now:         opts.Clock,
 	}
 	if c.defaultTTL == 0 {
 		c.defaultTTL = defaultTTL
 	}
 	if _, err := protocol.NormalizeTTL(c.defaultTTL); err != nil {
 		return nil, configErr("DefaultTTL: " + err.Error())
+	}
+	if c.loadTimeout == 0 {
+		c.loadTimeout = defaultLoadTimeout
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -110,8 +115,9 @@ func New(opts Options) (*Client, error) {
 	switch {
 	case opts.Redis != nil:
 		c.l2 = l2.New(opts.Redis)
+		c.checkInjected(opts.Redis)
 	case opts.RedisURL != "":
-		rdb, err := l2.Open(opts.RedisURL)
+		rdb, err := l2.Open(opts.RedisURL, c.attemptTimeout())
 		if err != nil {
 			c.closeParts()
 			return nil, err
@@ -130,6 +136,10 @@ func New(opts Options) (*Client, error) {
 	c.met = met
 	if c.rel != nil && c.met != nil {
 		c.rel.onRetry = func(string) { c.met.retry(context.Background()) }
+	}
+	c.wireBreaker()
+	if c.l2 != nil {
+		routeDriverLogs(c.log)
 	}
 	if err := c.startInvalidation(); err != nil {
 		_ = c.closeParts()
@@ -165,6 +175,7 @@ func (c *Client) closeParts() error {
 	if c.stopBG != nil {
 		c.stopBG()
 	}
+	c.rel.stop()
 	if c.inv != nil && c.inv.tracker != nil {
 		_ = c.inv.tracker.Close()
 	}

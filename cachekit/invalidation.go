@@ -55,10 +55,10 @@ func (o *Invalidation) validate() error {
 // invalidationMagic starts every message: format version 1.
 const invalidationMagic = "ck1 "
 
-// trackingWait bounds how long New waits for tracking to be in place. If
-// Redis is not reachable by then, New returns anyway: L1 stays empty until
-// tracking is up.
-const trackingWait = 2 * time.Second
+// trackingWait bounds how long New waits for tracking to be in place. New
+// returns sooner when Redis refuses the connection; either way L1 stays
+// unused until tracking is up.
+const trackingWait = time.Second
 
 type invalidator struct {
 	channel string
@@ -96,7 +96,7 @@ func (c *Client) startInvalidation() error {
 	tr, err := c.l2.Track(c.prefix, l2.TrackingHandler{
 		Invalidate: c.onInvalidation,
 		Down:       c.trackingDown,
-		Up:         func() { c.inv.tracking.Store(true) },
+		Up:         c.trackingUp,
 	})
 	if err != nil {
 		return err
@@ -105,10 +105,19 @@ func (c *Client) startInvalidation() error {
 	t := time.NewTimer(trackingWait)
 	defer t.Stop()
 	select {
-	case <-tr.Ready():
+	case <-tr.Settled():
 	case <-t.C:
 	}
 	return nil
+}
+
+// trackingUp lets L1 be written again. Tracking connections answering is
+// also evidence that Redis is back: an open breaker closes.
+func (c *Client) trackingUp() {
+	c.inv.tracking.Store(true)
+	if c.rel != nil && c.rel.br != nil {
+		c.rel.br.answered()
+	}
 }
 
 // onInvalidation drops the keys Redis reports written from L1; nil means

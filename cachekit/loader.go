@@ -17,9 +17,12 @@ import (
 //
 // Concurrent callers in this process share one load per key (single-flight).
 // Each caller's ctx is honoured: a caller whose ctx ends gets ctx.Err() at
-// once, while the load goes on for the others (it runs under a context that
-// keeps ctx's values but not its cancellation). Loader errors are returned
-// to every waiting caller and never cached. With Options.LockTTL set, the
+// once, while the load goes on for the others. The loader's ctx keeps the
+// first caller's values but not its cancellation; it ends when
+// Options.LoadTimeout (default 30 s) has passed, when Close is called, or
+// when every caller waiting for it has given up (the next GetOrLoad of the
+// key then starts a new load rather than joining the abandoned one).
+// Loader errors are returned to every waiting caller and never cached. With Options.LockTTL set, the
 // load also takes a Redis lock ({key}:lock, SET NX PX) so one instance of a
 // fleet loads while others wait for its result; failing to take or reach
 // the lock means loading without it.
@@ -41,7 +44,7 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	if err == nil || !loadable(err) {
 		return v, err
 	}
-	res, err := c.flights.do(ctx, key, func(lctx context.Context) (any, error) {
+	res, err := c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
 		return loadAndStore(lctx, c, key, ttl, load)
 	})
 	if err != nil {
@@ -146,28 +149,58 @@ type flightGroup struct {
 }
 
 type flight struct {
-	done chan struct{}
-	val  any
-	err  error
+	done    chan struct{}
+	val     any
+	err     error
+	waiters int                // callers waiting; guarded by the group's mu
+	cancel  context.CancelFunc // ends the function's ctx
 }
 
-func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+// do runs fn for key, or joins the run in progress. fn's ctx keeps ctx's
+// values; it ends after timeout, when bg ends (Close), or when every caller
+// has stopped waiting.
+func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key string, fn func(context.Context) (any, error)) (any, error) {
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = make(map[string]*flight)
 	}
 	f, ok := g.m[key]
 	if !ok {
-		f = &flight{done: make(chan struct{})}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		stop := context.AfterFunc(bg, cancel)
+		f = &flight{done: make(chan struct{}), cancel: func() { stop(); cancel() }}
 		g.m[key] = f
-		go g.run(context.WithoutCancel(ctx), key, f, fn)
+		go g.run(fctx, key, f, fn)
 	}
+	f.waiters++
 	g.mu.Unlock()
 	select {
 	case <-f.done:
 		return f.val, f.err
 	case <-ctx.Done():
+		g.leave(key, f)
 		return nil, ctx.Err()
+	}
+}
+
+// leave records that a caller stopped waiting for f. When none is left
+// and f has not finished, f is cancelled and forgotten: nobody is waiting
+// for it, and a later caller must not join a run that may be stuck.
+func (g *flightGroup) leave(key string, f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f.waiters--
+	if f.waiters > 0 {
+		return
+	}
+	select {
+	case <-f.done:
+		return
+	default:
+	}
+	f.cancel()
+	if g.m[key] == f {
+		delete(g.m, key)
 	}
 }
 
@@ -177,8 +210,11 @@ func (g *flightGroup) run(ctx context.Context, key string, f *flight, fn func(co
 			f.err = errLoaderPanic(r)
 		}
 		g.mu.Lock()
-		delete(g.m, key)
+		if g.m[key] == f {
+			delete(g.m, key)
+		}
 		g.mu.Unlock()
+		f.cancel()
 		close(f.done)
 	}()
 	f.val, f.err = fn(ctx)

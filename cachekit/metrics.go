@@ -25,12 +25,14 @@ type meters struct {
 	retries     metric.Int64Counter
 	swr         metric.Int64Counter
 	inval       metric.Int64Counter
+	brkTrans    metric.Int64Counter
 	reg         metric.Registration
 
 	opAttr         [numOpKinds][]metric.AddOption
 	durAttr        [numDurKinds][]metric.RecordOption
 	failL1, failL2 [3][]metric.AddOption // by failReason
 	swrOK, swrFail []metric.AddOption
+	brkTo          [3][]metric.AddOption // by BreakerState
 }
 
 // opKind names one (op, tier, outcome) combination of cachekit.operations.
@@ -123,6 +125,10 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 		metric.WithDescription("L1 entries dropped on another instance's invalidation")); err != nil {
 		return nil, err
 	}
+	if mt.brkTrans, err = m.Int64Counter("cachekit.breaker.transitions",
+		metric.WithDescription("Circuit breaker state changes, by the state entered")); err != nil {
+		return nil, err
+	}
 	l1Size, err := m.Int64ObservableGauge("cachekit.l1.size", metric.WithUnit("By"),
 		metric.WithDescription("Sealed bytes held in L1"))
 	if err != nil {
@@ -191,6 +197,9 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 	}
 	mt.swrOK = addOpt(attribute.String("outcome", "ok"))
 	mt.swrFail = addOpt(attribute.String("outcome", "error"))
+	for st := range mt.brkTo {
+		mt.brkTo[st] = addOpt(attribute.String("to", BreakerState(st).String()))
+	}
 	return mt, nil
 }
 
@@ -242,6 +251,13 @@ func (m *meters) swrRefresh(ctx context.Context, ok bool) {
 		m.swr.Add(ctx, 1, m.swrOK...)
 	} else {
 		m.swr.Add(ctx, 1, m.swrFail...)
+	}
+}
+
+// breakerTransition counts the breaker entering state to.
+func (m *meters) breakerTransition(ctx context.Context, to BreakerState) {
+	if m != nil {
+		m.brkTrans.Add(ctx, 1, m.brkTo[to]...)
 	}
 }
 

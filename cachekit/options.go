@@ -35,14 +35,30 @@ const (
 // usable on its own (it has neither L1 nor Redis): start from a preset
 // (Minimal, Production, Secure) or set Redis/RedisURL and/or L1MaxBytes.
 type Options struct {
-	// Redis is an injected go-redis client (standalone, cluster or
-	// sentinel). The Client uses it but never closes it.
+	// Redis is an injected go-redis client (standalone, cluster, sentinel
+	// failover or ring). The Client uses it but never closes it, and never
+	// changes its settings: for calls bounded by the caller's deadline and
+	// Reliability's timeouts, build it with ContextTimeoutEnabled: true,
+	// MaxRetries: -1 (Reliability retries; two retry layers multiply) and
+	// dial/read/write timeouts no longer than Reliability.AttemptTimeout.
+	// New logs a warning when ContextTimeoutEnabled is off.
 	// Default: nil (then RedisURL is used; with neither, L1-only mode).
 	Redis redis.UniversalClient
 
-	// RedisURL is used when Redis is nil: a redis:// or rediss:// URL. The
-	// Client owns the connection it opens and closes it on Close.
+	// RedisURL is used when Redis is nil: a redis://, rediss:// or unix://
+	// URL. The Client owns the connection it opens and closes it on Close.
+	// That go-redis client is built to be bounded: no retries of its own,
+	// one dial per attempt, ctx deadlines honoured, and
+	// Reliability.AttemptTimeout (200 ms by default, also when Reliability
+	// is nil) as its dial, read and write timeouts unless the URL sets them.
 	// Default: "" (no Redis: L1-only mode).
+	//
+	// Redis down when New runs is not an error: New does not PING (call
+	// Client.Ping for that) and returns within about a second (it waits
+	// that long at most for invalidation tracking to connect, less when
+	// Redis refuses the connection). Calls then fail, or degrade under
+	// FailOpen, until Redis answers; with Invalidation on, L1 is bypassed
+	// until tracking is up.
 	RedisURL string
 
 	// L1MaxBytes is the capacity of the in-process L1 in stored (sealed)
@@ -86,6 +102,12 @@ type Options struct {
 	// with this lease. Default: 0 (in-process single-flight only).
 	LockTTL time.Duration
 
+	// LoadTimeout bounds each GetOrLoad loader run: the loader's ctx ends
+	// when it has passed, when Close is called, or when every caller
+	// waiting for the load has given up. Default: 0, which New treats as
+	// 30 seconds.
+	LoadTimeout time.Duration
+
 	// Logger receives warnings (never keys, values or key material; keys
 	// appear only as a short BLAKE2b digest). Default: slog.Default().
 	Logger *slog.Logger
@@ -120,6 +142,9 @@ type Options struct {
 	// are recorded at all, and the hot path pays nothing).
 	MeterProvider metric.MeterProvider
 }
+
+// defaultLoadTimeout is used when Options.LoadTimeout is zero.
+const defaultLoadTimeout = 30 * time.Second
 
 // defaultTTL is used when Options.DefaultTTL is zero.
 const defaultTTL = 600 * time.Second
@@ -192,6 +217,8 @@ func (o *Options) validate() error {
 		return configErr("DefaultTTL is negative")
 	case o.LockTTL < 0:
 		return configErr("LockTTL is negative")
+	case o.LoadTimeout < 0:
+		return configErr("LoadTimeout is negative")
 	case o.RequireEncryption && o.Encryption == nil:
 		return configErr("encryption is required (secure preset) but Options.Encryption is nil")
 	case o.Interop && o.KeyPrefix != "":

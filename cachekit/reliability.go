@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,17 +45,33 @@ type Reliability struct {
 	// RetryMaxDelay caps the backoff between retries. Default: 200ms.
 	RetryMaxDelay time.Duration
 
-	// AttemptTimeout bounds each attempt (the caller's ctx still bounds the
-	// whole operation, retries included). Default: 0 (only ctx and the
-	// go-redis client's own read/write timeouts, 3 s unless configured).
+	// OperationTimeout bounds one whole operation: the wait for an
+	// in-flight slot, every attempt and the backoff between attempts. The
+	// caller's ctx can shorten it, never lengthen it. A retry is not
+	// started when the backoff would end past it. Default: 400ms.
+	OperationTimeout time.Duration
+
+	// AttemptTimeout bounds each attempt (dial, send, reply), within what is
+	// left of OperationTimeout. The go-redis client New opens from
+	// Options.RedisURL uses it as its dial, read and write timeouts too.
+	// Raise both for values that take longer to move: 64 MiB needs about
+	// half a second on a 1 Gbit/s link. Default: 200ms.
 	AttemptTimeout time.Duration
 
 	// BreakerThreshold is the number of consecutive transient failures that
 	// opens the circuit breaker. Default: 5.
 	BreakerThreshold int
 
-	// BreakerOpenFor is how long an open breaker refuses calls (with
-	// ErrCircuitOpen) before letting probes through. Default: 30s.
+	// BreakerProbeInterval is how often an open breaker PINGs Redis in the
+	// background (each PING bounded by AttemptTimeout). The first answer
+	// closes the breaker; so do a successful Client.Ping and tracking
+	// reconnecting (Options.Invalidation). Default: 250ms.
+	BreakerProbeInterval time.Duration
+
+	// BreakerOpenFor is how long an open breaker refuses every call (with
+	// ErrCircuitOpen, in well under a millisecond) before it also lets
+	// callers' calls through as probes, should the background PING not
+	// have closed it by then. Default: 5s.
 	BreakerOpenFor time.Duration
 
 	// BreakerHalfOpenProbes is how many probe calls a half-open breaker
@@ -82,7 +99,10 @@ const (
 	defaultRetryBaseDelay   = 10 * time.Millisecond
 	defaultRetryMaxDelay    = 200 * time.Millisecond
 	defaultBreakerThreshold = 5
-	defaultBreakerOpenFor   = 30 * time.Second
+	defaultBreakerOpenFor   = 5 * time.Second
+	defaultBreakerProbe     = 250 * time.Millisecond
+	defaultOperationTimeout = 400 * time.Millisecond
+	defaultAttemptTimeout   = 200 * time.Millisecond
 	defaultBreakerProbes    = 1
 	defaultMaxInFlight      = 256
 	defaultMaxWait          = 100 * time.Millisecond
@@ -92,7 +112,8 @@ func (r *Reliability) validate() error {
 	switch {
 	case r.MaxAttempts < 0, r.BreakerThreshold < 0, r.BreakerHalfOpenProbes < 0, r.MaxInFlight < 0:
 		return configErr("Reliability counts must not be negative")
-	case r.RetryBaseDelay < 0, r.RetryMaxDelay < 0, r.AttemptTimeout < 0, r.BreakerOpenFor < 0, r.MaxWait < 0:
+	case r.RetryBaseDelay < 0, r.RetryMaxDelay < 0, r.AttemptTimeout < 0, r.OperationTimeout < 0,
+		r.BreakerOpenFor < 0, r.BreakerProbeInterval < 0, r.MaxWait < 0:
 		return configErr("Reliability durations must not be negative")
 	}
 	return nil
@@ -117,6 +138,9 @@ func (r Reliability) withDefaults() Reliability {
 	defD(&r.RetryBaseDelay, defaultRetryBaseDelay)
 	defD(&r.RetryMaxDelay, defaultRetryMaxDelay)
 	defD(&r.BreakerOpenFor, defaultBreakerOpenFor)
+	defD(&r.BreakerProbeInterval, defaultBreakerProbe)
+	defD(&r.OperationTimeout, defaultOperationTimeout)
+	defD(&r.AttemptTimeout, defaultAttemptTimeout)
 	defD(&r.MaxWait, defaultMaxWait)
 	return r
 }
@@ -131,6 +155,19 @@ type guard struct {
 	shed    atomic.Uint64
 	refused atomic.Uint64
 	onRetry func(op string) // metrics hook, may be nil
+	// onTransient hears every transient failure (a cluster re-reads its
+	// slot map); may be nil.
+	onTransient func()
+
+	// ping reaches Redis outside the stack; the prober uses it while the
+	// breaker is open. bg ends the prober (Client.Close).
+	ping func(context.Context) error
+	bg   context.Context
+
+	mu      sync.Mutex // guards probing and stopped; wg.Add happens under it
+	probing bool
+	stopped bool
+	wg      sync.WaitGroup
 }
 
 func newGuard(r *Reliability, now func() time.Time) *guard {
@@ -146,13 +183,18 @@ func newGuard(r *Reliability, now func() time.Time) *guard {
 }
 
 // do runs fn, an L2 call named op, with backpressure, the breaker and
-// retries. fn's error is returned as is (after the last attempt); refusals
-// are *BackendError values with ErrCircuitOpen or ErrOverloaded inside.
+// retries, all within OperationTimeout (or ctx's deadline, if sooner).
+// fn's error is returned as is (after the last attempt); refusals are
+// *BackendError values with ErrCircuitOpen or ErrOverloaded inside.
 func (g *guard) do(ctx context.Context, op string, fn func(context.Context) error) error {
 	if g == nil {
 		return fn(ctx)
 	}
-	if err := g.acquire(ctx, op); err != nil {
+	deadline := time.Now().Add(g.cfg.OperationTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := g.acquire(ctx, op, deadline); err != nil {
 		return err
 	}
 	defer func() { <-g.slots }()
@@ -166,22 +208,28 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 				return &BackendError{Op: op, Err: ErrCircuitOpen}
 			}
 		}
-		err := g.attempt(ctx, fn)
+		err := g.attempt(ctx, fn, deadline)
 		transient := err != nil && l2.IsTransient(err)
+		if transient && g.onTransient != nil {
+			g.onTransient()
+		}
 		if g.br != nil {
+			o := outcomeSuccess
 			switch {
 			case ctx.Err() != nil:
-				g.br.record(probe, outcomeNeutral)
+				o = outcomeNeutral
 			case transient:
-				g.br.record(probe, outcomeFailure)
-			default:
-				g.br.record(probe, outcomeSuccess)
+				o = outcomeFailure
+			}
+			if g.br.record(probe, o) {
+				g.startProber()
 			}
 		}
 		if !transient || attempt >= g.cfg.MaxAttempts || ctx.Err() != nil {
 			return err
 		}
-		if !sleepCtx(ctx, delay/2+rand.N(delay/2+1)) {
+		wait := delay/2 + rand.N(delay/2+1)
+		if time.Until(deadline) <= wait || !sleepCtx(ctx, wait) {
 			return err
 		}
 		delay = min(delay*2, g.cfg.RetryMaxDelay)
@@ -192,23 +240,26 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 	}
 }
 
-func (g *guard) attempt(ctx context.Context, fn func(context.Context) error) error {
-	if g.cfg.AttemptTimeout <= 0 {
-		return fn(ctx)
+// attempt runs fn once, bounded by AttemptTimeout and the operation's
+// deadline.
+func (g *guard) attempt(ctx context.Context, fn func(context.Context) error, deadline time.Time) error {
+	if d := time.Now().Add(g.cfg.AttemptTimeout); d.Before(deadline) {
+		deadline = d
 	}
-	actx, cancel := context.WithTimeout(ctx, g.cfg.AttemptTimeout)
+	actx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	return fn(actx)
 }
 
-// acquire takes an in-flight slot, waiting at most MaxWait.
-func (g *guard) acquire(ctx context.Context, op string) error {
+// acquire takes an in-flight slot, waiting at most MaxWait and never past
+// the operation's deadline.
+func (g *guard) acquire(ctx context.Context, op string, deadline time.Time) error {
 	select {
 	case g.slots <- struct{}{}:
 		return nil
 	default:
 	}
-	t := time.NewTimer(g.cfg.MaxWait)
+	t := time.NewTimer(min(g.cfg.MaxWait, time.Until(deadline)))
 	defer t.Stop()
 	select {
 	case g.slots <- struct{}{}:
@@ -219,6 +270,65 @@ func (g *guard) acquire(ctx context.Context, op string) error {
 		g.shed.Add(1)
 		return &BackendError{Op: op, Err: ErrOverloaded}
 	}
+}
+
+// startProber starts the background PING that closes an open breaker as
+// soon as Redis answers, unless one runs already or the Client is closing.
+func (g *guard) startProber() {
+	if g.ping == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.probing || g.stopped {
+		return
+	}
+	g.probing = true
+	g.wg.Add(1)
+	go g.probe()
+}
+
+// probe PINGs Redis every BreakerProbeInterval while the breaker is not
+// closed; the first answer closes it.
+func (g *guard) probe() {
+	defer g.wg.Done()
+	t := time.NewTicker(g.cfg.BreakerProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.bg.Done():
+			return
+		case <-t.C:
+		}
+		if !g.br.isClosed() {
+			ctx, cancel := context.WithTimeout(g.bg, g.cfg.AttemptTimeout)
+			err := g.ping(ctx)
+			cancel()
+			if err == nil || !l2.IsTransient(err) {
+				g.br.answered()
+			}
+		}
+		// Stop once closed; the check and the flag change together, so a
+		// trip after this point starts a new prober.
+		g.mu.Lock()
+		if g.br.isClosed() {
+			g.probing = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+	}
+}
+
+// stop ends the prober and waits for it. bg must be cancelled first.
+func (g *guard) stop() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d elapsed.

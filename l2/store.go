@@ -15,6 +15,30 @@ type Store struct {
 	rdb     redis.UniversalClient
 	cluster *redis.ClusterClient // rdb, when it is a cluster client
 	closed  atomic.Bool
+	// reloaded is when RefreshTopology last asked for a slot-map reload
+	// (UnixNano).
+	reloaded atomic.Int64
+}
+
+// refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
+const refreshEvery = 250 * time.Millisecond
+
+// RefreshTopology tells a cluster client to re-read the slot map soon (in
+// the background, at most every 250 ms); it does nothing for other
+// clients. Callers use it after a connection failure: go-redis re-reads the
+// map on MOVED and ASK, and otherwise only every
+// ClusterStateReloadInterval (60 s by default), so without it commands
+// keep going to a dead master's address after a replica took over.
+func (s *Store) RefreshTopology() {
+	if s.cluster == nil || s.closed.Load() {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.reloaded.Load()
+	if now-last < int64(refreshEvery) || !s.reloaded.CompareAndSwap(last, now) {
+		return
+	}
+	s.cluster.ReloadState(context.Background())
 }
 
 // New returns a Store using rdb, which may be a *redis.Client, a
@@ -31,7 +55,15 @@ func New(rdb redis.UniversalClient) *Store {
 // the accepted options) and returns a new standalone client; the caller
 // owns it and must Close it. On failure the error wraps ErrInvalidURL and
 // never repeats the URL, which may hold credentials.
-func Open(rawURL string) (redis.UniversalClient, error) {
+//
+// The client is built for a caller that retries on its own and bounds
+// every call: go-redis's command retries are off (MaxRetries -1), a failed
+// dial is not retried inside the command (DialerRetries 1), the ctx
+// deadline bounds dialing, reads and writes (ContextTimeoutEnabled), and
+// timeout, when positive, is the dial, read, write and pool-wait timeout
+// unless the URL sets its own (dial_timeout, read_timeout, write_timeout,
+// pool_timeout).
+func Open(rawURL string, timeout time.Duration) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, &urlError{reason: "malformed URL"}
@@ -44,6 +76,16 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, &urlError{reason: "bad host, port, database number or query option"}
+	}
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
+	opts.ContextTimeoutEnabled = true
+	if timeout > 0 {
+		for _, d := range []*time.Duration{&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout} {
+			if *d == 0 {
+				*d = timeout
+			}
+		}
 	}
 	return redis.NewClient(opts), nil
 }

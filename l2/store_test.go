@@ -285,7 +285,7 @@ func TestNilClientNeverPanics(t *testing.T) {
 
 func TestOpen(t *testing.T) {
 	f := setup(t)
-	rdb, err := Open(f.srv.URL())
+	rdb, err := Open(f.srv.URL(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestOpen(t *testing.T) {
 		"",
 	}
 	for _, u := range bad {
-		rdb, err := Open(u)
+		rdb, err := Open(u, 0)
 		if !errors.Is(err, ErrInvalidURL) || rdb != nil {
 			t.Errorf("Open(bad URL) = %v, %v; want ErrInvalidURL", rdb, err)
 			continue
@@ -312,6 +312,29 @@ func TestOpen(t *testing.T) {
 		if strings.Contains(err.Error(), secret) {
 			t.Error("Open error repeats the URL's password")
 		}
+	}
+}
+
+// TestOpenBoundsEveryCall pins the settings that make one caller's retry
+// layer the only one and its deadlines effective: no command retries, one
+// dial per attempt, ctx deadlines honoured, timeout as the default socket
+// timeouts, and a URL's own timeouts kept.
+func TestOpenBoundsEveryCall(t *testing.T) {
+	rdb, err := Open("redis://127.0.0.1:1/0?read_timeout=2s", 150*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	o := rdb.(*redis.Client).Options()
+	if o.MaxRetries != 0 || o.DialerRetries != 1 || !o.ContextTimeoutEnabled {
+		t.Fatalf("MaxRetries %d (want 0: -1 normalised), DialerRetries %d (want 1), ContextTimeoutEnabled %v",
+			o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled)
+	}
+	if o.DialTimeout != 150*time.Millisecond || o.WriteTimeout != 150*time.Millisecond || o.PoolTimeout != 150*time.Millisecond {
+		t.Fatalf("timeouts dial %v write %v pool %v, want 150ms", o.DialTimeout, o.WriteTimeout, o.PoolTimeout)
+	}
+	if o.ReadTimeout != 2*time.Second {
+		t.Fatalf("ReadTimeout %v: the URL's read_timeout=2s must win", o.ReadTimeout)
 	}
 }
 

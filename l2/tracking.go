@@ -58,6 +58,10 @@ type Tracker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ready  chan struct{}
+	// settled is closed on the first news of any kind: every node tracked,
+	// or a node (or the topology) could not be reached.
+	settled  chan struct{}
+	settleOn sync.Once
 
 	// discover returns the options of every node to track.
 	discover func(ctx context.Context) ([]*redis.Options, error)
@@ -78,7 +82,7 @@ func (s *Store) Track(prefix string, h TrackingHandler) (*Tracker, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Tracker{prefix: prefix, h: h, cancel: cancel, ready: make(chan struct{}), nodes: map[string]*nodeListener{}}
+	t := &Tracker{prefix: prefix, h: h, cancel: cancel, ready: make(chan struct{}), settled: make(chan struct{}), nodes: map[string]*nodeListener{}}
 	switch rdb := s.rdb.(type) {
 	case *redis.Client:
 		if rdb.Options().Addr == failoverAddr {
@@ -102,6 +106,14 @@ func (s *Store) Track(prefix string, h TrackingHandler) (*Tracker, error) {
 
 // Ready is closed once every node is tracked for the first time.
 func (t *Tracker) Ready() <-chan struct{} { return t.ready }
+
+// Settled is closed once the Tracker first knows how things stand: every
+// node is tracked (Ready is closed too), or a node or the topology could
+// not be reached (tracking goes on trying in the background). A Redis that
+// neither answers nor refuses leaves it open.
+func (t *Tracker) Settled() <-chan struct{} { return t.settled }
+
+func (t *Tracker) settle() { t.settleOn.Do(func() { close(t.settled) }) }
 
 // Close stops every listener and waits for their goroutines. It is
 // idempotent and returns nil.
@@ -141,6 +153,7 @@ func (t *Tracker) refresh(ctx context.Context) {
 			t.mu.Lock()
 			t.setUp(false, fail("track", err))
 			t.mu.Unlock()
+			t.settle()
 		}
 		return
 	}
@@ -203,6 +216,7 @@ func (t *Tracker) setUp(up bool, why error) {
 		t.h.Up()
 	}
 	t.readyOn.Do(func() { close(t.ready) })
+	t.settle()
 }
 
 // nodeState is called by a listener when its connection is confirmed (up)
@@ -216,6 +230,7 @@ func (t *Tracker) nodeState(n *nodeListener, up bool, why error) {
 	n.up = up
 	if !up {
 		t.setUp(false, why)
+		t.settle()
 		return
 	}
 	t.evaluate(why)
@@ -258,6 +273,7 @@ func listenerOptions(base *redis.Options, prefix string) *redis.Options {
 		ClientName:                 base.ClientName,
 		Protocol:                   2,
 		MaxRetries:                 -1,
+		DialerRetries:              1,
 		DialTimeout:                trackDeadline,
 		WriteTimeout:               trackDeadline,
 		ReadTimeout:                trackDeadline,

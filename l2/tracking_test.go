@@ -108,3 +108,55 @@ func TestTrackerStandaloneLossAndReturn(t *testing.T) {
 	}
 	waitUntil(t, "tracked", func() bool { return h.has("x") })
 }
+
+// TestTrackerSettledOnRefusal: a Tracker whose node refuses the connection
+// settles at once (so a caller waiting for it does not wait out a timer),
+// without being Ready.
+func TestTrackerSettledOnRefusal(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: unusedAddr(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	tr, err := New(rdb).Track("", TrackingHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	start := time.Now()
+	select {
+	case <-tr.Settled():
+	case <-time.After(2 * time.Second):
+		t.Fatal("tracker not settled 2 s after its node refused the connection")
+	}
+	t.Logf("settled after %v", time.Since(start))
+	select {
+	case <-tr.Ready():
+		t.Fatal("Ready closed although no node is tracked")
+	default:
+	}
+}
+
+// TestRefreshTopologyFollowsFailover: after a cluster master dies and a
+// replica takes over, a cluster client that RefreshTopology is told about
+// reaches the key's new master, where go-redis alone would keep dialing the
+// dead one until its 60 s state reload.
+func TestRefreshTopologyFollowsFailover(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3, 1)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb)
+	if err := s.Set(bg, "k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cl.WaitReplicated(t)
+	slot := cl.Slot(t, "k")
+	old := cl.MasterOf(slot)
+	cl.KillNode(t, old)
+	cl.WaitMasterChange(t, slot, old, 10*time.Second)
+	waitUntil(t, "read from the new master", func() bool {
+		if _, err := s.Get(bg, "k"); err != nil {
+			s.RefreshTopology()
+			return false
+		}
+		return true
+	})
+	New(redis.NewClient(&redis.Options{Addr: unusedAddr(t)})).RefreshTopology() // a no-op off a cluster
+}

@@ -1,0 +1,149 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestCloseCancelsBlockedLoader: a loader blocked on its ctx is cancelled
+// by Close, its caller gets an error, and a second after Close no goroutine
+// is left (none of the module's, and the process count is back to what it
+// was before New).
+func TestCloseCancelsBlockedLoader(t *testing.T) {
+	before := runtime.NumGoroutine()
+	c, err := New(Options{L1MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	loaderErr := make(chan error, 1)
+	callerErr := make(chan error, 1)
+	go func() {
+		_, err := GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
+			close(started)
+			<-ctx.Done()
+			loaderErr <- ctx.Err()
+			return "", ctx.Err()
+		})
+		callerErr <- err
+	}()
+	<-started
+	noGoroutinesAfterClose(t, c)
+	if err := <-loaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("loader ctx ended with %v, want context.Canceled", err)
+	}
+	if err := <-callerErr; err == nil {
+		t.Fatal("GetOrLoad returned nil after Close cancelled its loader")
+	}
+	var n int
+	if !within(time.Second, func() bool { n = runtime.NumGoroutine(); return n <= before }) {
+		t.Fatalf("%d goroutines a second after Close, %d before New", n, before)
+	}
+}
+
+// TestAbandonedLoadDoesNotWedgeKey: when every caller of a stuck load gives
+// up, the load is cancelled and the next GetOrLoad of the key runs its own
+// loader instead of joining the stuck one.
+func TestAbandonedLoadDoesNotWedgeKey(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20})
+	stuckCtx := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	_, err := GetOrLoad(ctx, c, "k", time.Minute, func(lctx context.Context) (string, error) {
+		<-lctx.Done()
+		stuckCtx <- lctx.Err()
+		return "", lctx.Err()
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller that gave up got %v, want context.DeadlineExceeded", err)
+	}
+	select {
+	case err := <-stuckCtx:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("abandoned loader's ctx ended with %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("abandoned loader was not cancelled")
+	}
+	ctx2, cancel2 := context.WithTimeout(bg, time.Second)
+	defer cancel2()
+	v, err := GetOrLoad(ctx2, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
+	if err != nil || v != "fresh" {
+		t.Fatalf("next GetOrLoad = %q, %v; want its own load", v, err)
+	}
+}
+
+// TestLoadGoesOnForRemainingWaiters: one caller giving up does not cancel a
+// load another caller still waits for.
+func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20})
+	release := make(chan struct{})
+	started := make(chan struct{})
+	load := func(ctx context.Context) (string, error) {
+		close(started)
+		select {
+		case <-release:
+			return "v", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	patient := make(chan error, 1)
+	go func() {
+		v, err := GetOrLoad(bg, c, "k", time.Minute, load)
+		if err == nil && v != "v" {
+			err = errors.New("wrong value " + v)
+		}
+		patient <- err
+	}()
+	<-started
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() {
+		_, err := GetOrLoad(ctx, c, "k", time.Minute, load)
+		done <- err
+	}()
+	// The impatient caller joins the flight, then gives up.
+	waitWithin(t, time.Second, func() bool { return c.flights.waiting("k") == 2 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("impatient caller: %v", err)
+	}
+	close(release)
+	if err := <-patient; err != nil {
+		t.Fatalf("patient caller: %v", err)
+	}
+}
+
+// TestLoadTimeoutBoundsLoader: the loader's ctx carries Options.LoadTimeout.
+func TestLoadTimeoutBoundsLoader(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, LoadTimeout: 50 * time.Millisecond})
+	var deadline time.Time
+	_, err := GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
+		deadline, _ = ctx.Deadline()
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("GetOrLoad = %v, want the loader's context.DeadlineExceeded", err)
+	}
+	if deadline.IsZero() {
+		t.Fatal("loader ctx had no deadline")
+	}
+	if _, err := New(Options{L1MaxBytes: 1, LoadTimeout: -1}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("negative LoadTimeout: %v, want ErrConfig", err)
+	}
+}
+
+// waiting returns how many callers wait for key's flight (0: none runs).
+func (g *flightGroup) waiting(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f := g.m[key]; f != nil {
+		return f.waiters
+	}
+	return 0
+}

@@ -1,0 +1,137 @@
+package cachekit
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a slog handler and a test reading
+// it at the same time.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// openBreaker sends Gets until the breaker opens (Redis must be down).
+func openBreaker(t *testing.T, c *Client) {
+	t.Helper()
+	waitWithin(t, 5*time.Second, func() bool {
+		_, _ = Get[string](bg, c, "secret-user-key")
+		return c.ReliabilityStats().Breaker == BreakerOpen
+	})
+}
+
+// TestBreakerClosesOnEvidence: with Redis back, an open breaker closes
+// within about a second with no caller traffic at all (the background
+// PING), not after BreakerOpenFor; each transition is logged once and
+// counted; go-redis's own log lines reach Options.Logger at debug level;
+// no log line names the key.
+func TestBreakerClosesOnEvidence(t *testing.T) {
+	srv := redistest.Start(t)
+	var logs syncBuffer
+	reader := sdkmetric.NewManualReader()
+	c := newClient(t, Options{
+		RedisURL:      srv.URL(),
+		Reliability:   &Reliability{BreakerOpenFor: time.Hour},
+		Logger:        slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+	})
+	if err := c.Set(bg, "secret-user-key", "v"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	openBreaker(t, c)
+	start := time.Now()
+	_, err := Get[string](bg, c, "secret-user-key")
+	if d := time.Since(start); !errors.Is(err, ErrCircuitOpen) || d > time.Millisecond {
+		t.Fatalf("Get with the breaker open = %v after %v; want ErrCircuitOpen within 1ms", err, d)
+	}
+	srv.Restart()
+	back := time.Now()
+	waitWithin(t, 3*time.Second, func() bool { return c.ReliabilityStats().Breaker == BreakerClosed })
+	took := time.Since(back)
+	t.Logf("breaker closed %v after Redis was back (no caller traffic)", took)
+	if took > 1500*time.Millisecond {
+		t.Fatalf("breaker closed %v after Redis answered again, want about a second", took)
+	}
+	if v, err := Get[string](bg, c, "secret-user-key"); err != nil || v != "v" {
+		t.Fatalf("Get after recovery = %q, %v", v, err)
+	}
+
+	out := logs.String()
+	if n := strings.Count(out, "circuit breaker opened"); n != 1 {
+		t.Errorf("%d 'opened' log lines, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "circuit breaker closed"); n != 1 {
+		t.Errorf("%d 'closed' log lines, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "cachekit: redis driver") {
+		t.Errorf("go-redis's log lines did not reach Options.Logger:\n%s", out)
+	}
+	if strings.Contains(out, "secret-user-key") {
+		t.Errorf("a log line names the key:\n%s", out)
+	}
+	m := collect(t, reader)
+	if m["cachekit.breaker.transitions{to=open}"] != 1 || m["cachekit.breaker.transitions{to=closed}"] != 1 {
+		t.Errorf("breaker transition metrics: %v", m)
+	}
+}
+
+// TestPingIsAHealthCheck: Ping reaches Redis even with the breaker open,
+// and its success closes the breaker; it is nil in L1-only mode and
+// ErrClosed after Close.
+func TestPingIsAHealthCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, Options{
+		RedisURL:    srv.URL(),
+		Reliability: &Reliability{BreakerOpenFor: time.Hour, BreakerProbeInterval: time.Hour},
+	})
+	if err := c.Ping(bg); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	var be *BackendError
+	if err := c.Ping(bg); !errors.As(err, &be) {
+		t.Fatalf("Ping with Redis down = %v, want *BackendError", err)
+	}
+	openBreaker(t, c)
+	srv.Restart()
+	if st := c.ReliabilityStats().Breaker; st != BreakerOpen {
+		t.Fatalf("breaker %v before Ping (the prober is parked for an hour)", st)
+	}
+	if err := c.Ping(bg); err != nil {
+		t.Fatalf("Ping with Redis back = %v", err)
+	}
+	if st := c.ReliabilityStats().Breaker; st != BreakerClosed {
+		t.Fatalf("breaker %v after a successful Ping, want closed", st)
+	}
+	local := newClient(t, Options{L1MaxBytes: 1 << 20})
+	if err := local.Ping(bg); err != nil {
+		t.Fatalf("L1-only Ping = %v, want nil", err)
+	}
+	_ = c.Close()
+	if err := c.Ping(bg); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Ping after Close = %v, want ErrClosed", err)
+	}
+}
