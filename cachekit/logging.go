@@ -52,7 +52,9 @@ func KeyDigest(fullKey string) string {
 }
 
 // DiscardRedisDriverLogs silences go-redis's process-wide internal logger
-// (connection-pool messages it writes to stderr by itself), for programs
-// that report Redis failures themselves. It affects every go-redis client in
-// the process; the Client's own warnings still go to Options.Logger.
+// (connection-pool messages). New already routes those lines to
+// Options.Logger at debug level; call this after New for programs that want
+// none at all (a command-line tool with a one-line-error contract). It
+// affects every go-redis client in the process; the Client's own warnings
+// still go to Options.Logger.
 func DiscardRedisDriverLogs() { l2.DiscardDriverLogs() }

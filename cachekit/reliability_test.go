@@ -174,3 +174,48 @@ func TestReliabilityOptionsValidate(t *testing.T) {
 		t.Fatalf("secure preset must fail closed: %v %+v", err, s.Reliability)
 	}
 }
+
+// BenchmarkGuardDo is the reliability stack's own cost per Redis operation
+// (slot, breaker, one attempt under its deadline) around a call that does
+// nothing; a loopback Redis round trip is 30-50 µs.
+func BenchmarkGuardDo(b *testing.B) {
+	g := newGuard(&Reliability{}, time.Now)
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = g.do(bg, "get", fn)
+	}
+}
+
+// TestGuardOneBudget: against a call that hangs until its ctx ends, every
+// attempt is cut at AttemptTimeout and the whole operation at
+// OperationTimeout, retries included; a caller's earlier deadline wins.
+func TestGuardOneBudget(t *testing.T) {
+	g := newGuard(&Reliability{AttemptTimeout: 40 * time.Millisecond, OperationTimeout: 100 * time.Millisecond,
+		MaxAttempts: 10, DisableBreaker: true}, time.Now)
+	var attempts atomic.Int32
+	hang := func(ctx context.Context) error {
+		attempts.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	start := time.Now()
+	err := g.do(bg, "get", hang)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	if took < 90*time.Millisecond || took > 150*time.Millisecond {
+		t.Fatalf("operation took %v, want about OperationTimeout (100ms)", took)
+	}
+	if n := attempts.Load(); n < 2 || n > 3 {
+		t.Fatalf("%d attempts, want 2 or 3 within the budget", n)
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_ = g.do(ctx, "get", hang)
+	if took := time.Since(start); took > 60*time.Millisecond {
+		t.Fatalf("a 20ms caller deadline: operation took %v", took)
+	}
+}

@@ -1,0 +1,303 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// faultLoad drives Get and Set through a Client's public API from a few
+// goroutines while a fault is applied, and measures what callers see: the
+// latency of every call, the errors by kind, and any value that is not one
+// written for its key. Values are "<key>|<seq>", so a value read under the
+// wrong key, or bytes that are no value at all, are caught.
+type faultLoad struct {
+	c    *Client
+	keyf func(i int) string // the i-th key of the load (i < faultKeys)
+
+	mu     sync.Mutex
+	phase  string
+	lat    map[string][]time.Duration // by phase
+	open   []time.Duration            // calls refused by the open breaker
+	errs   map[string]map[string]int  // phase -> kind -> count
+	calls  map[string]int
+	wrongs []string
+
+	seq  atomic.Int64
+	stop atomic.Bool
+	wg   sync.WaitGroup
+}
+
+const faultKeys = 64
+
+// startLoad starts workers goroutines; keyf names the keys (nil: "load:<i>").
+func startLoad(c *Client, workers int, keyf func(i int) string) *faultLoad {
+	if keyf == nil {
+		keyf = func(i int) string { return fmt.Sprint("load:", i) }
+	}
+	l := &faultLoad{c: c, keyf: keyf, phase: "before", lat: map[string][]time.Duration{},
+		errs: map[string]map[string]int{}, calls: map[string]int{}}
+	for range workers {
+		l.wg.Add(1)
+		go l.work()
+	}
+	return l
+}
+
+// setPhase starts a new measurement window ("during", "after").
+func (l *faultLoad) setPhase(p string) {
+	l.mu.Lock()
+	l.phase = p
+	l.mu.Unlock()
+}
+
+func (l *faultLoad) work() {
+	defer l.wg.Done()
+	for !l.stop.Load() {
+		key := l.keyf(rand.N(faultKeys))
+		// Callers pass no deadline: the Client's own bounds are under test.
+		ctx := context.Background()
+		start := time.Now()
+		var err error
+		var got string
+		if rand.N(5) == 0 {
+			err = l.c.Set(ctx, key, fmt.Sprint(key, "|", l.seq.Add(1)))
+		} else {
+			got, err = Get[string](ctx, l.c, key)
+		}
+		d := time.Since(start)
+		l.record(key, got, err, d)
+		if errors.Is(err, ErrClosed) {
+			return
+		}
+		// Pace the load (a few thousand calls a second in all), so the
+		// tables count calls a service would make, not a spin loop.
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (l *faultLoad) record(key, got string, err error, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.phase
+	l.calls[p]++
+	l.lat[p] = append(l.lat[p], d)
+	if errors.Is(err, ErrCircuitOpen) {
+		l.open = append(l.open, d)
+	}
+	if err == nil && got != "" && !strings.HasPrefix(got, key+"|") {
+		l.wrongs = append(l.wrongs, fmt.Sprintf("%s read %q", key, got))
+	}
+	if err != nil {
+		if l.errs[p] == nil {
+			l.errs[p] = map[string]int{}
+		}
+		l.errs[p][errKind(err)]++
+	}
+}
+
+// errKind names an error for the fault tables.
+func errKind(err error) string {
+	var me *MissError
+	switch {
+	case errors.As(err, &me):
+		if errors.Is(err, ErrCircuitOpen) {
+			return "miss (breaker open)"
+		}
+		return "miss (redis error)"
+	case errors.Is(err, ErrNotFound):
+		return "not found"
+	case errors.Is(err, ErrCircuitOpen):
+		return "breaker open"
+	case errors.Is(err, ErrOverloaded):
+		return "overloaded"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	default:
+		var be *BackendError
+		if errors.As(err, &be) {
+			return "redis error"
+		}
+		return "other: " + err.Error()
+	}
+}
+
+// halt stops the load and waits for its goroutines.
+func (l *faultLoad) halt() {
+	l.stop.Store(true)
+	l.wg.Wait()
+}
+
+// pct returns the q-quantile of ds (nearest rank).
+func pct(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// faultResult is one row of a fault table in docs/production.md.
+type faultResult struct {
+	Name               string
+	Calls              int
+	P50, P99, Max      time.Duration // calls during the fault
+	OpenP99            time.Duration // calls the open breaker refused
+	Errors             string
+	Degraded           uint64 // Redis failures FailOpen absorbed (reads as misses, writes)
+	Recover            time.Duration
+	Wrong, Lost, Total int
+}
+
+// row renders r as a markdown table row.
+func (r faultResult) row() string {
+	open := "—" // the breaker refused nothing
+	if r.OpenP99 > 0 {
+		open = ms(r.OpenP99)
+	}
+	return fmt.Sprintf("| %s | %d | %s | %s | %s | %s | %s | %d | %s | %d | %d of %d |", r.Name, r.Calls,
+		ms(r.P50), ms(r.P99), ms(r.Max), open, r.Errors, r.Degraded, ms(r.Recover), r.Wrong, r.Lost, r.Total)
+}
+
+// ms renders d for a table: microseconds below a millisecond.
+func ms(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%d µs", d.Microseconds())
+	}
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}
+
+// result summarises the "during" phase.
+func (l *faultLoad) result(name string) faultResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.lat["during"]
+	var kinds []string
+	for k, n := range l.errs["during"] {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(kinds)
+	errs := strings.Join(kinds, ", ")
+	if errs == "" {
+		errs = "none"
+	}
+	return faultResult{Name: name, Calls: l.calls["during"], P50: pct(d, 0.5), P99: pct(d, 0.99),
+		Max: slices.Max(append([]time.Duration{0}, d...)), OpenP99: pct(l.open, 0.99), Errors: errs, Wrong: len(l.wrongs)}
+}
+
+// recoverWithin measures how long after the fault ends the Client writes to
+// Redis again: a Set whose value raw (a direct client) then reads back. It
+// fails the test after limit.
+func recoverWithin(t *testing.T, c *Client, raw redis.UniversalClient, key string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for i := 0; ; i++ {
+		want := fmt.Sprint(key, "|probe", i)
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		err := c.Set(ctx, key, want)
+		ok := err == nil && readsBack(ctx, c, raw, key, want)
+		cancel()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("client not serving from redis %v after the fault ended (last error %v)", limit, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readsBack reports whether raw holds key with the value the Client stored
+// as want (read back through a second, L1-less view of the same Client:
+// the raw bytes must open to want).
+func readsBack(ctx context.Context, c *Client, raw redis.UniversalClient, key, want string) bool {
+	b, err := raw.Get(ctx, c.fullKey(key)).Bytes()
+	if err != nil {
+		if cl, ok := raw.(*redis.ClusterClient); ok {
+			// The checking client hears of a failover only when asked.
+			cl.ReloadState(ctx)
+		}
+		return false
+	}
+	s := getScratch()
+	defer putScratch(s)
+	payload, err := c.open(ctx, s, key, b)
+	if err != nil {
+		return false
+	}
+	var got string
+	return decodeInto(payload, &got) == nil && got == want
+}
+
+// writePre stores n keys before a fault; checkPre reads them back after it
+// and reports how many are gone and fails on any wrong value.
+func writePre(t *testing.T, c *Client, n int) {
+	t.Helper()
+	for i := range n {
+		if err := c.Set(bg, fmt.Sprint("pre:", i), fmt.Sprint("pre:", i, "|0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func checkPre(t *testing.T, c *Client, n int) (lost int) {
+	t.Helper()
+	for i := range n {
+		k := fmt.Sprint("pre:", i)
+		got, err := Get[string](bg, c, k)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			lost++
+		case err != nil:
+			t.Fatalf("reading %s after recovery: %v", k, err)
+		case got != k+"|0":
+			t.Fatalf("%s reads %q after the fault", k, got)
+		}
+	}
+	return lost
+}
+
+// ourGoroutines lists the goroutines that package code (not a test) of this
+// module started and that are still alive.
+func ourGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		i := strings.Index(g, "\ncreated by ")
+		if i < 0 {
+			continue
+		}
+		creator := g[i:]
+		if strings.Contains(creator, "cachekit-io/cachekit-go/") && !strings.Contains(creator, "_test.go:") &&
+			!strings.Contains(creator, "internal/redistest") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// noGoroutinesAfterClose closes c and fails unless every goroutine the
+// module started is gone within a second.
+func noGoroutinesAfterClose(t *testing.T, c *Client) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var left []string
+	if !within(time.Second, func() bool { left = ourGoroutines(); return len(left) == 0 }) {
+		t.Fatalf("%d goroutines left 1 s after Close:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+}

@@ -1,0 +1,199 @@
+package cachekit
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+)
+
+// recoverTopology is the acceptance bound for a Cluster master kill and a
+// Sentinel failover.
+const recoverTopology = 10 * time.Second
+
+// boundedClient returns injected-client settings as docs/production.md
+// recommends: deadlines honoured, no go-redis retries, timeouts within
+// AttemptTimeout.
+const boundedTimeout = 200 * time.Millisecond
+
+func presetFor(t *testing.T, mode string) Options {
+	t.Helper()
+	if mode == "secure" {
+		o, err := Secure(strings.Repeat("42", 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	return Production()
+}
+
+// checkFault applies the assertions every fault case shares and logs the row.
+func checkFault(t *testing.T, res faultResult, load *faultLoad) {
+	t.Helper()
+	t.Logf("FAULTROW%s", res.row())
+	if res.Wrong > 0 {
+		t.Fatalf("%d wrong values: %v", res.Wrong, load.wrongs[:min(len(load.wrongs), 5)])
+	}
+	if res.Max > callBound {
+		t.Errorf("slowest call during the fault took %v, want <= %v (p99 %v)", res.Max, callBound, res.P99)
+	}
+	if res.OpenP99 > openBound {
+		t.Errorf("calls refused by the open breaker: p99 %v, want <= %v", res.OpenP99, openBound)
+	}
+	if res.Lost > 0 {
+		t.Errorf("%d of %d keys written (and replicated) before the fault are gone", res.Lost, res.Total)
+	}
+}
+
+// TestFaultsClusterMasterKill: a 3-master + 3-replica Cluster loses the
+// master of a slot under load; a replica takes over and the Client serves
+// that slot from Redis again within 10 s.
+func TestFaultsClusterMasterKill(t *testing.T) {
+	for _, mode := range []string{"production", "secure"} {
+		t.Run(mode, func(t *testing.T) {
+			cl := redistest.StartClusterReplicas(t, 3, 1)
+			newRDB := func() *redis.ClusterClient {
+				rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), ContextTimeoutEnabled: true,
+					MaxRetries: -1, DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
+				t.Cleanup(func() { _ = rdb.Close() })
+				return rdb
+			}
+			opts := presetFor(t, mode)
+			opts.Redis = newRDB()
+			raw := newRDB()
+			c := newClient(t, opts)
+			writePre(t, c, preKeys)
+			cl.WaitReplicated(t)
+			load := startLoad(c, 4, nil)
+			time.Sleep(200 * time.Millisecond)
+			degraded := c.ReliabilityStats().Degraded
+			load.setPhase("during")
+			slot := cl.Slot(t, "pre:0")
+			victim := cl.MasterOf(slot)
+			cl.KillNode(t, victim)
+			killed := time.Now()
+			// The probe key shares pre:0's slot: it is served by the killed
+			// master until a replica takes over.
+			rec := recoverWithin(t, c, raw, "{pre:0}:probe", recoverTopology)
+			load.setPhase("after")
+			res := load.result(mode + ": cluster master kill")
+			res.Degraded = c.ReliabilityStats().Degraded - degraded
+			res.Recover = time.Since(killed)
+			load.halt()
+			t.Logf("served from Redis %v after the kill (probe loop %v)", res.Recover, rec)
+			res.Total = preKeys
+			res.Lost = checkPre(t, c, preKeys)
+			checkFault(t, res, load)
+			noGoroutinesAfterClose(t, c)
+		})
+	}
+}
+
+// TestFaultsClusterReshard: a slot moves between masters under load
+// (MIGRATING/IMPORTING, keys moved in batches, then the slot reassigned):
+// the Client follows ASK and MOVED with no wrong value and nothing lost.
+func TestFaultsClusterReshard(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3, 1)
+	newRDB := func() *redis.ClusterClient {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), ContextTimeoutEnabled: true,
+			MaxRetries: -1, DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	opts := Production()
+	opts.Redis = newRDB()
+	raw := newRDB()
+	c := newClient(t, opts)
+	// Every key of the load and of the pre-fault set lives in one slot.
+	const tag = "{mig}"
+	for i := range preKeys {
+		if err := c.Set(bg, fmt.Sprint(tag, "pre:", i), fmt.Sprint(tag, "pre:", i, "|0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := startLoad(c, 4, func(i int) string { return fmt.Sprint(tag, "load:", i) })
+	time.Sleep(200 * time.Millisecond)
+	load.setPhase("during")
+	slot := cl.Slot(t, tag)
+	from := cl.MasterOf(slot)
+	to := cl.Masters()[0]
+	if to == from {
+		to = cl.Masters()[1]
+	}
+	start := time.Now()
+	cl.BeginMigrate(t, slot, from, to)
+	for cl.MigrateKeys(t, slot, from, to, 2) > 0 {
+		time.Sleep(20 * time.Millisecond) // let the load hit the ASK window
+	}
+	cl.FinishMigrate(t, slot, from, to)
+	moved := time.Since(start)
+	rec := recoverWithin(t, c, raw, tag+"probe", recoverTopology)
+	load.setPhase("after")
+	load.halt()
+	res := load.result("production: cluster slot reshard")
+	res.Recover = rec
+	res.Total = preKeys
+	for i := range preKeys {
+		k := fmt.Sprint(tag, "pre:", i)
+		got, err := Get[string](bg, c, k)
+		if err != nil {
+			res.Lost++
+			continue
+		}
+		if got != k+"|0" {
+			t.Fatalf("%s reads %q after the reshard", k, got)
+		}
+	}
+	t.Logf("slot %d moved in %v", slot, moved)
+	checkFault(t, res, load)
+	if owner := cl.MasterOf(slot); owner != to {
+		t.Fatalf("slot %d owned by %s after the move, want %s", slot, owner, to)
+	}
+	noGoroutinesAfterClose(t, c)
+}
+
+// TestFaultsSentinelFailover: the master behind three Sentinels is killed
+// under load; the Sentinels agree on a new master and the Client serves
+// from Redis again within 10 s with nothing replicated lost.
+func TestFaultsSentinelFailover(t *testing.T) {
+	for _, mode := range []string{"production", "secure"} {
+		t.Run(mode, func(t *testing.T) {
+			sen := redistest.StartSentinelN(t, 3)
+			newRDB := func() *redis.Client {
+				rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster,
+					SentinelAddrs: sen.SentinelAddrs(), ContextTimeoutEnabled: true, MaxRetries: -1,
+					DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
+				t.Cleanup(func() { _ = rdb.Close() })
+				return rdb
+			}
+			opts := presetFor(t, mode)
+			opts.Redis = newRDB()
+			raw := newRDB()
+			c := newClient(t, opts)
+			writePre(t, c, preKeys)
+			sen.WaitReplicated(t)
+			load := startLoad(c, 4, nil)
+			time.Sleep(200 * time.Millisecond)
+			degraded := c.ReliabilityStats().Degraded
+			load.setPhase("during")
+			sen.KillMaster(t)
+			killed := time.Now()
+			rec := recoverWithin(t, c, raw, "probe", recoverTopology)
+			load.setPhase("after")
+			res := load.result(mode + ": sentinel master kill")
+			res.Degraded = c.ReliabilityStats().Degraded - degraded
+			res.Recover = time.Since(killed)
+			load.halt()
+			t.Logf("served from Redis %v after the kill (probe loop %v); new master %s", res.Recover, rec, sen.MasterAddr(t))
+			res.Total = preKeys
+			res.Lost = checkPre(t, c, preKeys)
+			checkFault(t, res, load)
+			noGoroutinesAfterClose(t, c)
+		})
+	}
+}
