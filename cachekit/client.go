@@ -55,6 +55,11 @@ type Client struct {
 // configured from a static key, the keys are derived here, so the first Set
 // and Get already take the synchronous path; with a KeyProvider derivation
 // happens on first use (or call Warm).
+//
+// New does not PING Redis, and Redis being down is not an error: New waits
+// at most about a second for invalidation tracking to connect (not at all
+// once Redis refused the connection) and returns a working Client whose
+// calls fail or degrade until Redis answers. Use Ping as a health check.
 func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err

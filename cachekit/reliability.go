@@ -38,7 +38,7 @@ type Reliability struct {
 	MaxAttempts int
 
 	// RetryBaseDelay is the backoff before the first retry; it doubles on
-	// each further retry, with full jitter (a random wait in [d/2, d]).
+	// each further retry, with jitter (a random wait in [d/2, d]).
 	// Default: 10ms.
 	RetryBaseDelay time.Duration
 
@@ -88,8 +88,8 @@ type Reliability struct {
 	MaxInFlight int
 
 	// MaxWait bounds how long an operation waits for a free slot before it
-	// fails with ErrOverloaded (never longer than ctx allows). Default:
-	// 100ms.
+	// fails with ErrOverloaded (never longer than ctx or OperationTimeout
+	// allow). Default: 100ms.
 	MaxWait time.Duration
 }
 
