@@ -30,7 +30,7 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if s.cluster == nil {
 		vals, err := s.rdb.MGet(ctx, keys...).Result()
 		if err != nil {
-			return nil, fail("mget", err, keys...)
+			return nil, fail("mget", err)
 		}
 		if err := fill(out, vals, nil); err != nil {
 			return nil, err
@@ -48,7 +48,7 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	for i, c := range cmds {
 		vals, err := c.Result()
 		if err != nil {
-			return nil, fail("mget", err, keys...)
+			return nil, fail("mget", err)
 		}
 		if err := fill(out, vals, groups[i].idx); err != nil {
 			return nil, err
@@ -92,7 +92,7 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 	for i, c := range mgets {
 		vals, err := c.Result()
 		if err != nil {
-			return nil, nil, fail("mget", err, keys...)
+			return nil, nil, fail("mget", err)
 		}
 		if err := fill(out, vals, groups[i].idx); err != nil {
 			return nil, nil, err
@@ -104,7 +104,7 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 		}
 		d, err := c.Result()
 		if err != nil {
-			return nil, nil, fail("mget", err, keys...)
+			return nil, nil, fail("mget", err)
 		}
 		ttl, found := fromPTTL(d)
 		if !found {
@@ -172,7 +172,7 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 			for i := range items {
 				keys[i] = items[i].Key
 			}
-			return fail("mset", err, keys...)
+			return fail("mset", err)
 		}
 	}
 	return nil

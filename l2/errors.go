@@ -1,9 +1,13 @@
 package l2
 
 import (
+	"context"
 	"errors"
-	"strconv"
+	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -41,9 +45,10 @@ var errUnexpectedReply = errors.New("unexpected reply type")
 // errors.As (context.Canceled, context.DeadlineExceeded, net.Error, ...).
 //
 // The message never contains cache keys or values: when l2 builds a
-// BackendError it removes every key of the request from the cause's text,
-// and drops the argument echo that some Redis replies carry. Err itself is
-// go-redis's error, unredacted; do not log it on its own.
+// BackendError the message says what the cause is (a Redis reply without
+// the argument echo some replies carry, a network or context error, or
+// only the type of anything else), never what the request carried. Err
+// itself is go-redis's error, as it is; do not log it on its own.
 type BackendError struct {
 	Op  string // operation, e.g. "get"
 	Err error  // underlying cause
@@ -64,36 +69,84 @@ func (e *BackendError) Error() string {
 func (e *BackendError) Unwrap() error { return e.Err }
 
 // fail maps an error of operation op to what l2 returns: nil stays nil,
-// redis.Nil becomes ErrNotFound, anything else a *BackendError whose message
-// has the request's keys removed.
-func fail(op string, err error, keys ...string) error {
+// redis.Nil becomes ErrNotFound, anything else a *BackendError.
+func fail(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, redis.Nil) {
 		return ErrNotFound
 	}
-	return &BackendError{Op: op, Err: err, msg: redact(err.Error(), keys)}
+	return &BackendError{Op: op, Err: err, msg: describe(err)}
 }
 
-// redactedKey replaces a key found in an error message.
-const redactedKey = "<key>"
+// describe renders a cause for a BackendError message from what it is,
+// never from the request's arguments or the wire's bytes:
+//   - a Redis error reply: its code (the reply's first word, when it is
+//     one) and this package's own description of that code;
+//   - a network, context, end-of-stream or connection-pool error: its own
+//     text, which go-redis and the net package build from addresses and
+//     fixed words;
+//   - anything else (a reply go-redis could not parse quotes the reply's
+//     bytes, which may be a value): only its type.
+func describe(err error) string {
+	var re redis.Error
+	if errors.As(err, &re) {
+		code, _, _ := strings.Cut(re.Error(), " ")
+		if !isReplyCode(code) {
+			return "Redis error reply"
+		}
+		if d, ok := replyCodes[code]; ok {
+			return code + " " + d
+		}
+		return code + " (Redis error reply)"
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted),
+		errors.Is(err, errNoClient), errors.Is(err, errUnexpectedReply):
+		return err.Error()
+	}
+	return fmt.Sprintf("unexpected error (%T)", err)
+}
 
-// redact removes every non-empty key, raw or in its Go-quoted form, from
-// msg, and cuts the argument list that Redis appends to some errors
-// ("... with args beginning with: ...").
-func redact(msg string, keys []string) string {
-	if i := strings.Index(msg, "with args beginning with"); i >= 0 {
-		msg = strings.TrimRight(msg[:i], " ,") + " (arguments omitted)"
+// replyCodes describes the Redis error codes callers meet, in this
+// package's words: the text Redis sends after a code can quote arguments
+// ("ERR unknown command 'FOO', with args beginning with: ...").
+var replyCodes = map[string]string{
+	"OOM":         "command not allowed when used memory > 'maxmemory'",
+	"WRONGTYPE":   "operation against a key holding the wrong kind of value",
+	"LOADING":     "Redis is loading the dataset in memory",
+	"BUSY":        "Redis is busy running a script",
+	"READONLY":    "cannot write against a read-only replica",
+	"MASTERDOWN":  "link with the master is down",
+	"CLUSTERDOWN": "the cluster is down",
+	"TRYAGAIN":    "multi-key request during a slot migration, try again",
+	"MOVED":       "slot moved to another node",
+	"ASK":         "slot being migrated, ask another node",
+	"NOAUTH":      "authentication required",
+	"WRONGPASS":   "invalid username-password pair or user is disabled",
+	"NOPERM":      "user has no permission for this command or key",
+	"MISCONF":     "Redis cannot persist to disk; writes refused",
+	"NOREPLICAS":  "not enough good replicas to write",
+	"NOSCRIPT":    "no matching script",
+	"EXECABORT":   "transaction discarded because of previous errors",
+	"ERR":         "(Redis error reply; its text may quote arguments and is omitted)",
+}
+
+// isReplyCode reports whether s looks like a Redis error code: 2 to 16
+// upper-case letters.
+func isReplyCode(s string) bool {
+	if len(s) < 2 || len(s) > 16 {
+		return false
 	}
-	for _, k := range keys {
-		if k == "" {
-			continue
-		}
-		msg = strings.ReplaceAll(msg, k, redactedKey)
-		if q := strconv.Quote(k); q[1:len(q)-1] != k {
-			msg = strings.ReplaceAll(msg, q[1:len(q)-1], redactedKey)
+	for _, r := range s {
+		if r < 'A' || r > 'Z' {
+			return false
 		}
 	}
-	return msg
+	return true
 }

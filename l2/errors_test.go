@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,17 +21,17 @@ func newClientAt(addr string) *redis.Client {
 }
 
 func TestFailMapping(t *testing.T) {
-	if fail("get", nil, "k") != nil {
+	if fail("get", nil) != nil {
 		t.Fatal("nil error mapped to non-nil")
 	}
-	if err := fail("get", redis.Nil, "k"); err != ErrNotFound {
+	if err := fail("get", redis.Nil); err != ErrNotFound {
 		t.Fatalf("redis.Nil mapped to %v", err)
 	}
-	if err := fail("get", fmt.Errorf("wrapped: %w", redis.Nil), "k"); err != ErrNotFound {
+	if err := fail("get", fmt.Errorf("wrapped: %w", redis.Nil)); err != ErrNotFound {
 		t.Fatalf("wrapped redis.Nil mapped to %v", err)
 	}
 	cause := fmt.Errorf("read: %w", context.DeadlineExceeded)
-	err := fail("mget", cause, "k")
+	err := fail("mget", cause)
 	var be *BackendError
 	if !errors.As(err, &be) || be.Op != "mget" || be.Err != cause {
 		t.Fatalf("fail = %#v", err)
@@ -52,32 +54,52 @@ func TestBackendErrorBuiltByCaller(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
+// TestDescribeNeverEchoesArgs: a BackendError's message says what the
+// cause is and never carries the request's keys or values, and it keeps
+// the cause's own words intact (a one-letter key used to turn "connection
+// refused" into "conn<key>ct...", and revealed the key).
+func TestDescribeNeverEchoesArgs(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	cases := []struct {
 		name string
-		msg  string
-		keys []string
+		err  error
+		want string
 	}{
-		{"raw key", "ERR something about tenant:42:secret here", []string{"tenant:42:secret"}},
-		{"quoted key", `redis: can't parse "a\nb"`, []string{"a\nb"}},
-		{"several keys", "k1 and k2 and k1", []string{"k1", "k2"}},
-		{"args echo", "ERR unknown command 'FOO', with args beginning with: 'tenant:42:secret' 'v'", []string{"tenant:42:secret"}},
-		{"empty key ignored", "dial tcp: refused", []string{""}},
+		{"network error intact", refused, refused.Error()},
+		{"context error intact", context.Canceled, "context canceled"},
+		{"ERR text omitted", redisReply("ERR unknown command 'FOO', with args beginning with: 'tenant:42:secret' 'v'"),
+			"ERR (Redis error reply; its text may quote arguments and is omitted)"},
+		{"known code described in our words", redisReply("OOM secret-value here"), "OOM command not allowed when used memory > 'maxmemory'"},
+		{"unknown code kept alone", redisReply("NEWCODE secret-value"), "NEWCODE (Redis error reply)"},
+		{"no code at all", redisReply("secret-value"), "Redis error reply"},
+		{"unparsed reply: type only", fmt.Errorf("redis: can't parse %q", "secret-value"), "unexpected error (*errors.errorString)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := redact(tc.msg, tc.keys)
-			for _, k := range tc.keys {
-				if k != "" && strings.Contains(got, k) {
-					t.Fatalf("key survived redaction")
-				}
+			got := fail("get", tc.err).Error()
+			if got != "l2: get: "+tc.want {
+				t.Fatalf("message %q, want %q", got, "l2: get: "+tc.want)
 			}
-			if strings.Contains(got, "beginning with") {
-				t.Fatalf("argument echo survived: %q", got)
+			if strings.Contains(got, "secret") {
+				t.Fatalf("message carries request data: %q", got)
 			}
 		})
 	}
-	if got := redact("dial tcp 127.0.0.1:1: connection refused", []string{"other"}); got != "dial tcp 127.0.0.1:1: connection refused" {
-		t.Fatalf("message without keys changed: %q", got)
+}
+
+// redisReply is an error reply as go-redis returns it.
+type redisReply string
+
+func (e redisReply) Error() string { return string(e) }
+func (redisReply) RedisError()     {}
+
+// TestOneLetterKeyKeepsMessage: the read of key "e" from a Redis that
+// refuses connections says "connection refused", unmangled.
+func TestOneLetterKeyKeepsMessage(t *testing.T) {
+	rdb := newClientAt(unusedAddr(t))
+	t.Cleanup(func() { _ = rdb.Close() })
+	_, err := New(rdb).Get(bg, "e")
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Get(e) from a refusing Redis: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func (s *Store) TryLock(ctx context.Context, lockKey, token string, ttl time.Dur
 	_ = s.rdb.Process(ctx, cmd)
 	ok, err := cmd.Result()
 	if err != nil {
-		return false, fail("lock", err, lockKey)
+		return false, fail("lock", err)
 	}
 	return ok, nil
 }
@@ -48,7 +48,7 @@ func (s *Store) Unlock(ctx context.Context, lockKey, token string) (bool, error)
 	}
 	n, err := unlockScript.Run(ctx, s.rdb, []string{lockKey}, token).Int64()
 	if err != nil {
-		return false, fail("unlock", err, lockKey)
+		return false, fail("unlock", err)
 	}
 	return n == 1, nil
 }

@@ -52,7 +52,7 @@ func (s *Store) SetPublish(ctx context.Context, key string, val []byte, ttl time
 	if s.cluster != nil {
 		_ = s.rdb.Process(ctx, set)
 		if err := set.Err(); err != nil {
-			return fail("set", err, key)
+			return fail("set", err)
 		}
 		return fail("publish", s.rdb.Publish(ctx, channel, msg).Err())
 	}
@@ -63,7 +63,7 @@ func (s *Store) SetPublish(ctx context.Context, key string, val []byte, ttl time
 		return nil
 	})
 	if err := set.Err(); err != nil {
-		return fail("set", err, key)
+		return fail("set", err)
 	}
 	return fail("publish", pub.Err())
 }
@@ -79,7 +79,7 @@ func (s *Store) DeletePublish(ctx context.Context, key, channel string, msg []by
 	if s.cluster != nil {
 		n, err := s.rdb.Del(ctx, key).Result()
 		if err != nil {
-			return false, fail("del", err, key)
+			return false, fail("del", err)
 		}
 		return n > 0, fail("publish", s.rdb.Publish(ctx, channel, msg).Err())
 	}
@@ -91,7 +91,7 @@ func (s *Store) DeletePublish(ctx context.Context, key, channel string, msg []by
 	})
 	n, err := del.Result()
 	if err != nil {
-		return false, fail("del", err, key)
+		return false, fail("del", err)
 	}
 	return n > 0, fail("publish", pub.Err())
 }

@@ -126,7 +126,7 @@ func TestIsTransientRedisReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = f.rdb.LPush(bg, "s", "x").Err()
-	if err == nil || IsTransient(fail("lpush", err, "s")) {
+	if err == nil || IsTransient(fail("lpush", err)) {
 		t.Fatalf("WRONGTYPE judged transient: %v", err)
 	}
 	// The server going away: transient.

@@ -135,7 +135,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	// that very buffer, so there is no copy and nothing else aliases it.
 	b, err := s.rdb.Get(ctx, key).Bytes()
 	if err != nil {
-		return nil, fail("get", err, key)
+		return nil, fail("get", err)
 	}
 	return b, nil
 }
@@ -155,10 +155,10 @@ func (s *Store) GetWithTTL(ctx context.Context, key string) ([]byte, time.Durati
 	_, _ = pipe.Exec(ctx) // per-command errors are inspected below
 	b, err := get.Bytes()
 	if err != nil {
-		return nil, 0, fail("getttl", err, key)
+		return nil, 0, fail("getttl", err)
 	}
 	if err := pttl.Err(); err != nil {
-		return nil, 0, fail("getttl", err, key)
+		return nil, 0, fail("getttl", err)
 	}
 	ttl, found := fromPTTL(pttl.Val())
 	if !found {
@@ -179,7 +179,7 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 	}
 	cmd := setCmd(ctx, key, val, ttl)
 	_ = s.rdb.Process(ctx, cmd)
-	return fail("set", cmd.Err(), key)
+	return fail("set", cmd.Err())
 }
 
 // Delete removes keys and returns how many existed. On a cluster client the
@@ -193,7 +193,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	}
 	if s.cluster == nil {
 		n, err := s.rdb.Del(ctx, keys...).Result()
-		return n, fail("del", err, keys...)
+		return n, fail("del", err)
 	}
 	groups := groupBySlot(keys)
 	cmds := make([]*redis.IntCmd, len(groups))
@@ -207,7 +207,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	for _, c := range cmds {
 		n, err := c.Result()
 		if err != nil {
-			return total, fail("del", err, keys...)
+			return total, fail("del", err)
 		}
 		total += n
 	}
@@ -221,7 +221,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	}
 	n, err := s.rdb.Exists(ctx, key).Result()
 	if err != nil {
-		return false, fail("exists", err, key)
+		return false, fail("exists", err)
 	}
 	return n > 0, nil
 }
@@ -234,7 +234,7 @@ func (s *Store) TTL(ctx context.Context, key string) (time.Duration, error) {
 	}
 	d, err := s.rdb.PTTL(ctx, key).Result()
 	if err != nil {
-		return 0, fail("ttl", err, key)
+		return 0, fail("ttl", err)
 	}
 	ttl, found := fromPTTL(d)
 	if !found {
