@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -98,12 +99,12 @@ func New(opts Options) (*Client, error) {
 	if opts.Encryption != nil {
 		m, err := encryption.NewManager(*opts.Encryption)
 		if err != nil {
-			return nil, err
+			return nil, encryptionErr(err)
 		}
 		if opts.Encryption.Provider == nil {
 			if err := m.Warm(context.Background()); err != nil {
 				_ = m.Close()
-				return nil, err
+				return nil, encryptionErr(err)
 			}
 		}
 		c.enc = m
@@ -125,13 +126,10 @@ func New(opts Options) (*Client, error) {
 		rdb, err := l2.Open(opts.RedisURL, c.attemptTimeout())
 		if err != nil {
 			c.closeParts()
-			return nil, err
+			return nil, configErrFrom("RedisURL", err)
 		}
 		c.l2 = l2.New(rdb)
 		c.ownsRedis = true
-	}
-	if c.l2 == nil {
-		c.swr, c.inv = nil, nil // both need Redis
 	}
 	met, err := newMeters(opts.MeterProvider, c)
 	if err != nil {
@@ -151,6 +149,14 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// encryptionErr makes an invalid encryption.Config an ErrConfig too.
+func encryptionErr(err error) error {
+	if errors.Is(err, encryption.ErrInvalidConfig) {
+		return configErrFrom("Encryption", err)
+	}
+	return err
 }
 
 // Warm derives the encryption keys now (useful with a slow KeyProvider), so

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
 type profile struct {
@@ -208,12 +211,18 @@ func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	bad := map[string]Options{
-		"no storage":          {},
-		"secure without key":  {L1MaxBytes: 1, RequireEncryption: true},
-		"interop with prefix": {L1MaxBytes: 1, Interop: true, KeyPrefix: "p:"},
-		"negative L1":         {L1MaxBytes: -1},
-		"jitter":              {L1MaxBytes: 1, L1TTLJitter: 0.9},
-		"ttl too long":        {L1MaxBytes: 1, DefaultTTL: 31 * 24 * time.Hour},
+		"no storage":                   {},
+		"secure without key":           {L1MaxBytes: 1, RequireEncryption: true},
+		"interop with prefix":          {L1MaxBytes: 1, Interop: true, KeyPrefix: "p:"},
+		"negative L1":                  {L1MaxBytes: -1},
+		"jitter":                       {L1MaxBytes: 1, L1TTLJitter: 0.9},
+		"ttl too long":                 {L1MaxBytes: 1, DefaultTTL: 31 * 24 * time.Hour},
+		"SWR without Redis":            {L1MaxBytes: 1, SWR: &SWR{}},
+		"tracking, no Redis":           {L1MaxBytes: 1, Invalidation: &Invalidation{}},
+		"secure preset, no encryption": {L1MaxBytes: 1, Preset: PresetSecure},
+		"malformed RedisURL":           {RedisURL: "http://x"},
+		"all-zero key":                 {L1MaxBytes: 1, Encryption: &encryption.Config{MasterKey: make([]byte, 32)}},
+		"short key":                    {L1MaxBytes: 1, Encryption: &encryption.Config{MasterKey: make([]byte, 16)}},
 	}
 	for name, o := range bad {
 		if _, err := New(o); !errors.Is(err, ErrConfig) {
@@ -230,9 +239,59 @@ func TestOptionsValidation(t *testing.T) {
 		t.Fatalf("Secure from env: %+v %v", o, err)
 	}
 	// The key variable alone never switches encryption on.
-	p := Production()
+	p := Minimal()
 	c := newClient(t, p)
 	if c.Encrypted() {
 		t.Fatal("production preset encrypted because CACHEKIT_MASTER_KEY is set")
+	}
+}
+
+// TestSecureFromEnvironment: Secure("") takes the whole keyring from the
+// environment (PRE-51): an entry sealed under the previous key still opens
+// after a rotation; a malformed key in either variable is ErrConfig (and
+// the encryption package's error), naming the variable, never the key.
+func TestSecureFromEnvironment(t *testing.T) {
+	oldHex, newHex := strings.Repeat("a1", 32), strings.Repeat("b2", 32)
+	t.Setenv(PreviousMasterKeysEnv, "")
+	t.Setenv(MasterKeyEnv, oldHex)
+	before, err := Secure("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.SWR, before.Invalidation, before.L1MaxBytes = nil, nil, 0
+	before.RedisURL = redistest.Start(t).URL()
+	w := newClient(t, before)
+	if err := w.Set(bg, "k", "sealed under the old key"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(MasterKeyEnv, newHex)
+	t.Setenv(PreviousMasterKeysEnv, " "+oldHex+" ")
+	after, err := Secure("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Encryption.PreviousKeys) != 1 {
+		t.Fatalf("%d previous keys read from %s, want 1", len(after.Encryption.PreviousKeys), PreviousMasterKeysEnv)
+	}
+	after.SWR, after.Invalidation, after.L1MaxBytes, after.RedisURL = nil, nil, 0, before.RedisURL
+	r := newClient(t, after)
+	if v, err := Get[string](bg, r, "k"); err != nil || v != "sealed under the old key" {
+		t.Fatalf("reading an old-key entry after the rotation: %q, %v", v, err)
+	}
+
+	for name, env := range map[string][2]string{
+		"bad current":  {"zz" + newHex[2:], ""},
+		"bad previous": {newHex, oldHex + ",xyz"},
+		"zero current": {strings.Repeat("00", 32), ""},
+	} {
+		t.Setenv(MasterKeyEnv, env[0])
+		t.Setenv(PreviousMasterKeysEnv, env[1])
+		_, err := Secure("")
+		if !errors.Is(err, ErrConfig) || !errors.Is(err, encryption.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrConfig and encryption.ErrInvalidConfig", name, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), newHex[4:]) || strings.Contains(err.Error(), oldHex[4:])) {
+			t.Errorf("%s: the error repeats a key: %v", name, err)
+		}
 	}
 }

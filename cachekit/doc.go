@@ -46,10 +46,15 @@
 //
 // # Key rotation
 //
-// Put the new master key in encryption.Config.MasterKey and up to three old
-// ones in PreviousKeys: new writes use the new key, reads try the current key
-// first and then each previous key with the same AAD. Stats.DecryptsByKey
-// shows when the old keys are no longer needed.
+// Writes use the current master key (encryption.Config.MasterKey); reads
+// try it and then up to three previous keys (PreviousKeys) with the same
+// AAD. Secure("") reads both from CACHEKIT_MASTER_KEY and
+// CACHEKIT_PREVIOUS_MASTER_KEYS. Roll a new key out in three steps, each on
+// every instance before the next: add it as a previous key (everyone can
+// read it), promote it to current with the old key as previous, and drop
+// the old key after the longest TTL in use (Stats.DecryptsByKey shows when
+// it is no longer used). A single-step swap would leave instances that
+// cannot open each other's entries during the deploy.
 //
 // # Modes
 //

@@ -68,9 +68,26 @@ func (e *EntryError) Error() string {
 // Unwrap returns the cause.
 func (e *EntryError) Unwrap() error { return e.Err }
 
-func configErr(msg string) error { return &configError{msg} }
+func configErr(msg string) error { return &configError{msg: msg} }
 
-type configError struct{ msg string }
+// configErrFrom is a configuration error caused by cause (an
+// *encryption.ConfigError, an invalid Redis URL): errors.Is matches both
+// ErrConfig and the cause. cause's message must hold no secret; those of
+// the encryption and l2 packages never do.
+func configErrFrom(what string, cause error) error {
+	return &configError{msg: what + ": " + cause.Error(), cause: cause}
+}
+
+type configError struct {
+	msg   string
+	cause error
+}
 
 func (e *configError) Error() string { return "cachekit: invalid options: " + e.msg }
-func (e *configError) Unwrap() error { return ErrConfig }
+
+func (e *configError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrConfig}
+	}
+	return []error{ErrConfig, e.cause}
+}

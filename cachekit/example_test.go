@@ -1,6 +1,7 @@
 package cachekit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,10 +22,11 @@ type Session struct {
 // or Redis to the options for the Redis tier).
 func Example() {
 	ctx := context.Background()
-	opts := cachekit.Production()
+	opts := cachekit.Minimal() // in-process only; Production() once Redis is set
 	// In production the key comes from a secret store or CACHEKIT_MASTER_KEY
-	// (see cachekit.Secure); this fixed key keeps the example deterministic.
-	opts.Encryption = &encryption.Config{MasterKey: make([]byte, 32)}
+	// (see cachekit.Secure); this fixed, public key keeps the example
+	// deterministic (an all-zero key is refused as a placeholder).
+	opts.Encryption = &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}
 	client, err := cachekit.New(opts)
 	if err != nil {
 		panic(err)

@@ -16,6 +16,11 @@ import (
 // encryption on: only Secure or a non-nil Options.Encryption does.
 const MasterKeyEnv = "CACHEKIT_MASTER_KEY"
 
+// PreviousMasterKeysEnv is the environment variable Secure("") reads the
+// decrypt-only previous master keys from: comma-separated hex keys, at most
+// three (see encryption.ParseMasterKeyListHex).
+const PreviousMasterKeysEnv = "CACHEKIT_PREVIOUS_MASTER_KEYS"
+
 // RedisURLEnv is the environment variable the examples and the command-line
 // tool read a Redis URL from. The library itself never reads it.
 const RedisURLEnv = "CACHEKIT_REDIS_URL"
@@ -115,8 +120,9 @@ type Options struct {
 	// Clock returns the current time; for tests. Default: time.Now.
 	Clock func() time.Time
 
-	// Preset records which preset built these options (informational; New
-	// checks the guarantees the preset implies). Default: PresetCustom.
+	// Preset records which preset built these options. New checks the
+	// guarantee PresetSecure implies (Encryption must be set); the others
+	// are informational. Default: PresetCustom.
 	Preset Preset
 
 	// Reliability puts retries, a circuit breaker, backpressure and (with
@@ -179,13 +185,18 @@ func Production() Options {
 
 // Secure returns the secure preset: L1 on (64 MiB, ciphertext only),
 // default TTL 600 s, encryption required, tenant "default". masterKeyHex is
-// the 64-hex-digit master key; when it is "" the key is read from
-// CACHEKIT_MASTER_KEY, and when neither is present Secure fails: it never
-// falls back to plaintext. The reliability stack is on but fails closed:
-// when Redis is unreachable (after retries, or with the breaker open) the
-// *BackendError reaches the caller. SWR and invalidation are on.
+// the 64-hex-digit master key. When it is "", the keyring comes from the
+// environment: the current key from CACHEKIT_MASTER_KEY and the
+// decrypt-only previous keys from CACHEKIT_PREVIOUS_MASTER_KEYS (so a
+// rotation rolls out by environment alone); when CACHEKIT_MASTER_KEY is
+// unset too Secure fails: it never falls back to plaintext. A malformed key
+// in either place is an error matching ErrConfig. The reliability stack is
+// on but fails closed: when Redis is unreachable (after retries, or with
+// the breaker open) the *BackendError reaches the caller. SWR and
+// invalidation are on.
 func Secure(masterKeyHex string) (Options, error) {
-	if masterKeyHex == "" {
+	fromEnv := masterKeyHex == ""
+	if fromEnv {
 		masterKeyHex = os.Getenv(MasterKeyEnv)
 	}
 	if masterKeyHex == "" {
@@ -193,12 +204,23 @@ func Secure(masterKeyHex string) (Options, error) {
 	}
 	key, err := encryption.ParseMasterKeyHex(masterKeyHex)
 	if err != nil {
-		return Options{}, err
+		what := "master key"
+		if fromEnv {
+			what = MasterKeyEnv
+		}
+		return Options{}, configErrFrom(what, err)
+	}
+	enc := &encryption.Config{MasterKey: key}
+	if fromEnv {
+		if enc.PreviousKeys, err = encryption.ParseMasterKeyListHex(os.Getenv(PreviousMasterKeysEnv)); err != nil {
+			clear(key)
+			return Options{}, configErrFrom(PreviousMasterKeysEnv, err)
+		}
 	}
 	return Options{
 		L1MaxBytes:        defaultL1Bytes,
 		DefaultTTL:        600 * time.Second,
-		Encryption:        &encryption.Config{MasterKey: key},
+		Encryption:        enc,
 		RequireEncryption: true,
 		Reliability:       &Reliability{},
 		SWR:               &SWR{},
@@ -225,6 +247,12 @@ func (o *Options) validate() error {
 		return configErr("interop mode refuses a key prefix")
 	case o.Redis == nil && o.RedisURL == "" && o.L1MaxBytes == 0:
 		return configErr("no storage: set Redis, RedisURL or L1MaxBytes")
+	case o.Preset == PresetSecure && o.Encryption == nil:
+		return configErr("the secure preset needs Options.Encryption")
+	case o.Redis == nil && o.RedisURL == "" && o.SWR != nil:
+		return configErr("SWR needs Redis (set Redis or RedisURL, or SWR to nil)")
+	case o.Redis == nil && o.RedisURL == "" && o.Invalidation != nil:
+		return configErr("Invalidation needs Redis (set Redis or RedisURL, or Invalidation to nil)")
 	}
 	if o.Reliability != nil {
 		if err := o.Reliability.validate(); err != nil {

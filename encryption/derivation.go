@@ -4,6 +4,8 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -72,10 +74,19 @@ func checkTenant(tenant string) error {
 	return nil
 }
 
-// checkMasterKey refuses raw key bytes of any length but exactly KeySize.
+// checkMasterKey refuses raw key bytes of any length but exactly KeySize,
+// and a key of KeySize zero bytes: that is a placeholder (a fresh
+// make([]byte, 32)), never a key.
 func checkMasterKey(field string, key []byte) error {
 	if len(key) != KeySize {
 		return configErr(field, "must be exactly %d raw bytes, got %d", KeySize, len(key))
+	}
+	var or byte
+	for _, b := range key {
+		or |= b
+	}
+	if or == 0 {
+		return configErr(field, "is all zero bytes: a placeholder, not a key")
 	}
 	return nil
 }
@@ -156,7 +167,37 @@ func ParseMasterKeyHex(s string) ([]byte, error) {
 		}
 		key[i] = hi<<4 | lo
 	}
+	if err := checkMasterKey("MasterKey", key); err != nil {
+		return nil, err
+	}
 	return key, nil
+}
+
+// ParseMasterKeyListHex parses a comma-separated list of hex master keys,
+// the form of CACHEKIT_PREVIOUS_MASTER_KEYS: spaces around each entry are
+// ignored, and an empty or all-blank list is no key. Each entry must
+// satisfy ParseMasterKeyHex; the error names the entry by position (from
+// 1), never its content. On error every key parsed so far is zeroed.
+func ParseMasterKeyListHex(list string) ([][]byte, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var keys [][]byte
+	for i, part := range strings.Split(list, ",") {
+		k, err := ParseMasterKeyHex(strings.TrimSpace(part))
+		if err != nil {
+			for _, k := range keys {
+				clear(k)
+			}
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return nil, configErr("PreviousKeys", "entry %d %s", i+1, ce.Reason)
+			}
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // hexDigit decodes one hex digit of either case; ok is false for any other

@@ -205,3 +205,35 @@ func TestFingerprintIsOfDerivedKeyNotMaster(t *testing.T) {
 		t.Fatalf("fingerprint %x", fp)
 	}
 }
+
+// TestAllZeroKeyRefused: a key of 32 zero bytes is a placeholder, refused
+// wherever a master key enters (raw, hex, previous keys).
+func TestAllZeroKeyRefused(t *testing.T) {
+	zero := make([]byte, KeySize)
+	if _, err := NewManager(Config{MasterKey: zero}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewManager(all-zero key) = %v, want ErrInvalidConfig", err)
+	}
+	good := bytes.Repeat([]byte{7}, KeySize)
+	if _, err := NewManager(Config{MasterKey: good, PreviousKeys: [][]byte{zero}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("all-zero previous key: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := ParseMasterKeyHex(strings.Repeat("00", KeySize)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("ParseMasterKeyHex(zeros) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestParseMasterKeyListHex(t *testing.T) {
+	a, b := strings.Repeat("a1", KeySize), strings.Repeat("B2", KeySize)
+	keys, err := ParseMasterKeyListHex(" " + a + " , " + b)
+	if err != nil || len(keys) != 2 || keys[0][0] != 0xa1 || keys[1][0] != 0xb2 {
+		t.Fatalf("ParseMasterKeyListHex = %x, %v", keys, err)
+	}
+	if keys, err := ParseMasterKeyListHex("  "); keys != nil || err != nil {
+		t.Fatalf("blank list = %v, %v; want no key", keys, err)
+	}
+	_, err = ParseMasterKeyListHex(a + ",xyz")
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "entry 2") || strings.Contains(err.Error(), "xyz") {
+		t.Fatalf("bad second entry: %v", err)
+	}
+}

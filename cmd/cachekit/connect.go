@@ -28,16 +28,12 @@ func (g *globalFlags) keyring(getenv func(string) string) (*encryption.Config, e
 		return nil, usageErrorf("$%s is not a master key: %s", envMasterKey, configReason(err))
 	}
 	cfg := &encryption.Config{MasterKey: cur, Tenant: g.tenant}
-	if list := getenv(envPreviousKeys); strings.TrimSpace(list) != "" {
-		for i, part := range strings.Split(list, ",") {
-			k, err := encryption.ParseMasterKeyHex(strings.TrimSpace(part))
-			if err != nil {
-				wipe(cfg)
-				return nil, usageErrorf("$%s entry %d is not a master key: %s", envPreviousKeys, i+1, configReason(err))
-			}
-			cfg.PreviousKeys = append(cfg.PreviousKeys, k)
-		}
+	prev, err := encryption.ParseMasterKeyListHex(getenv(envPreviousKeys))
+	if err != nil {
+		wipe(cfg)
+		return nil, usageErrorf("$%s: %s", envPreviousKeys, configReason(err))
 	}
+	cfg.PreviousKeys = prev
 	return cfg, nil
 }
 
