@@ -123,6 +123,15 @@ func (b *breaker) record(probe bool, o outcome) (tripped bool) {
 	return false
 }
 
+// refusing reports, without changing anything, whether allow would refuse
+// every call now (open, its wait not over): such calls fail before they
+// wait for an in-flight slot.
+func (b *breaker) refusing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == BreakerOpen && b.now().Sub(b.openedAt) < b.openFor
+}
+
 // answered is evidence that Redis answers (a PING succeeded, tracking
 // reconnected): an open or half-open breaker closes at once.
 func (b *breaker) answered() {

@@ -16,10 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// faultLoad drives Get and Set through a Client's public API from a few
-// goroutines while a fault is applied, and measures what callers see: the
-// latency of every call, the errors by kind, and any value that is not one
-// written for its key. Values are "<key>|<seq>", so a value read under the
+// faultLoad drives Get, Set, Delete, MGet and GetOrLoad through a Client's
+// public API from a few goroutines while a fault is applied, and measures
+// what callers see: the latency of every call, the errors by kind, and any
+// value that is not one written for its key. Values are "<key>|<seq>", so a value read under the
 // wrong key, or bytes that are no value at all, are caught.
 type faultLoad struct {
 	c    *Client
@@ -32,6 +32,7 @@ type faultLoad struct {
 	errs   map[string]map[string]int  // phase -> kind -> count
 	calls  map[string]int
 	wrongs []string
+	maxOp  map[string]time.Duration // slowest call of each operation, every phase
 
 	seq  atomic.Int64
 	stop atomic.Bool
@@ -46,7 +47,7 @@ func startLoad(c *Client, workers int, keyf func(i int) string) *faultLoad {
 		keyf = func(i int) string { return fmt.Sprint("load:", i) }
 	}
 	l := &faultLoad{c: c, keyf: keyf, phase: "before", lat: map[string][]time.Duration{},
-		errs: map[string]map[string]int{}, calls: map[string]int{}}
+		errs: map[string]map[string]int{}, calls: map[string]int{}, maxOp: map[string]time.Duration{}}
 	for range workers {
 		l.wg.Add(1)
 		go l.work()
@@ -69,14 +70,43 @@ func (l *faultLoad) work() {
 		ctx := context.Background()
 		start := time.Now()
 		var err error
-		var got string
-		if rand.N(5) == 0 {
+		var got []string
+		var op string
+		switch n := rand.N(20); {
+		case n < 3:
+			op = "set"
 			err = l.c.Set(ctx, key, fmt.Sprint(key, "|", l.seq.Add(1)))
-		} else {
-			got, err = Get[string](ctx, l.c, key)
+		case n < 4:
+			op = "delete"
+			err = l.c.Delete(ctx, key)
+		case n < 6:
+			op = "mget"
+			keys := []string{key, l.keyf(rand.N(faultKeys))}
+			var m map[string]string
+			if m, err = MGet[string](ctx, l.c, keys); err == nil {
+				for _, k := range keys {
+					if v, ok := m[k]; ok {
+						got = append(got, k, v)
+					}
+				}
+			}
+		case n < 8:
+			op = "getorload"
+			var v string
+			if v, err = GetOrLoad(ctx, l.c, key, time.Minute, func(context.Context) (string, error) {
+				return fmt.Sprint(key, "|", l.seq.Add(1)), nil
+			}); err == nil {
+				got = []string{key, v}
+			}
+		default:
+			op = "get"
+			var v string
+			if v, err = Get[string](ctx, l.c, key); err == nil {
+				got = []string{key, v}
+			}
 		}
 		d := time.Since(start)
-		l.record(key, got, err, d)
+		l.record(op, got, err, d)
 		if errors.Is(err, ErrClosed) {
 			return
 		}
@@ -86,17 +116,21 @@ func (l *faultLoad) work() {
 	}
 }
 
-func (l *faultLoad) record(key, got string, err error, d time.Duration) {
+// record counts one call of op; got lists the (key, value) pairs it read.
+func (l *faultLoad) record(op string, got []string, err error, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.phase
 	l.calls[p]++
 	l.lat[p] = append(l.lat[p], d)
+	l.maxOp[op] = max(l.maxOp[op], d)
 	if errors.Is(err, ErrCircuitOpen) {
 		l.open = append(l.open, d)
 	}
-	if err == nil && got != "" && !strings.HasPrefix(got, key+"|") {
-		l.wrongs = append(l.wrongs, fmt.Sprintf("%s read %q", key, got))
+	for i := 0; i+1 < len(got); i += 2 {
+		if !strings.HasPrefix(got[i+1], got[i]+"|") {
+			l.wrongs = append(l.wrongs, fmt.Sprintf("%s read %q", got[i], got[i+1]))
+		}
 	}
 	if err != nil {
 		if l.errs[p] == nil {
@@ -129,6 +163,25 @@ func errKind(err error) string {
 			return "redis error"
 		}
 		return "other: " + err.Error()
+	}
+}
+
+// checkBounds fails the test when any call took longer than its bound: one
+// Redis operation's budget for Get, Set, Delete and MGet; GetOrLoad may
+// chain a read, a re-read and a store when its first read was a true miss.
+func (l *faultLoad) checkBounds(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("slowest call by operation: %v", l.maxOp)
+	for op, d := range l.maxOp {
+		bound := callBound
+		if op == "getorload" {
+			bound = 3 * callBound
+		}
+		if d > bound {
+			t.Errorf("slowest %s took %v, want <= %v", op, d, bound)
+		}
 	}
 }
 

@@ -135,9 +135,7 @@ func runStandaloneFault(t *testing.T, mode string, fc standaloneFault) {
 	if res.Wrong > 0 {
 		t.Fatalf("%d wrong values: %v", res.Wrong, load.wrongs[:min(len(load.wrongs), 5)])
 	}
-	if res.Max > callBound {
-		t.Errorf("slowest call during the fault took %v, want <= %v (p99 %v)", res.Max, callBound, res.P99)
-	}
+	load.checkBounds(t)
 	if res.OpenP99 > openBound {
 		t.Errorf("calls refused by the open breaker: p99 %v, want <= %v", res.OpenP99, openBound)
 	}

@@ -39,9 +39,7 @@ func checkFault(t *testing.T, res faultResult, load *faultLoad) {
 	if res.Wrong > 0 {
 		t.Fatalf("%d wrong values: %v", res.Wrong, load.wrongs[:min(len(load.wrongs), 5)])
 	}
-	if res.Max > callBound {
-		t.Errorf("slowest call during the fault took %v, want <= %v (p99 %v)", res.Max, callBound, res.P99)
-	}
+	load.checkBounds(t)
 	if res.OpenP99 > openBound {
 		t.Errorf("calls refused by the open breaker: p99 %v, want <= %v", res.OpenP99, openBound)
 	}

@@ -45,32 +45,61 @@ func TestCloseCancelsBlockedLoader(t *testing.T) {
 }
 
 // TestAbandonedLoadDoesNotWedgeKey: when every caller of a stuck load gives
-// up, the load is cancelled and the next GetOrLoad of the key runs its own
-// loader instead of joining the stuck one.
+// up, the load's ctx is cancelled and the next GetOrLoad of the key runs
+// its own loader instead of joining the stuck one, even when the stuck
+// loader ignores its ctx.
 func TestAbandonedLoadDoesNotWedgeKey(t *testing.T) {
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
-	stuckCtx := make(chan error, 1)
+	unstick := make(chan struct{})
+	defer close(unstick)
+	loaderCtx := make(chan context.Context, 1)
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
 	_, err := GetOrLoad(ctx, c, "k", time.Minute, func(lctx context.Context) (string, error) {
-		<-lctx.Done()
-		stuckCtx <- lctx.Err()
-		return "", lctx.Err()
+		loaderCtx <- lctx
+		<-unstick // ignores its ctx
+		return "stale", nil
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("caller that gave up got %v, want context.DeadlineExceeded", err)
 	}
 	select {
-	case err := <-stuckCtx:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("abandoned loader's ctx ended with %v", err)
-		}
+	case <-(<-loaderCtx).Done():
 	case <-time.After(time.Second):
-		t.Fatal("abandoned loader was not cancelled")
+		t.Fatal("abandoned loader's ctx was not cancelled")
 	}
 	ctx2, cancel2 := context.WithTimeout(bg, time.Second)
 	defer cancel2()
 	v, err := GetOrLoad(ctx2, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
+	if err != nil || v != "fresh" {
+		t.Fatalf("next GetOrLoad = %q, %v; want its own load", v, err)
+	}
+}
+
+// TestLoaderIgnoringCtxDoesNotHoldCallers: once LoadTimeout has passed,
+// callers without a deadline of their own stop waiting for a loader that
+// ignores its ctx, and the key loads afresh.
+func TestLoaderIgnoringCtxDoesNotHoldCallers(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, LoadTimeout: 50 * time.Millisecond})
+	unstick := make(chan struct{})
+	defer close(unstick)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) {
+			<-unstick
+			return "late", nil
+		})
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("GetOrLoad = %v, want context.DeadlineExceeded at LoadTimeout", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("GetOrLoad still waiting a second after LoadTimeout (50ms) for a loader that ignores its ctx")
+	}
+	v, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
 	if err != nil || v != "fresh" {
 		t.Fatalf("next GetOrLoad = %q, %v; want its own load", v, err)
 	}

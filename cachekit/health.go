@@ -87,6 +87,8 @@ func (c *Client) checkInjected(rdb redis.UniversalClient) {
 		ctxTimeouts, retries = r.Options().ContextTimeoutEnabled, r.Options().MaxRetries
 	case *redis.ClusterClient:
 		ctxTimeouts, retries = r.Options().ContextTimeoutEnabled, r.Options().MaxRetries
+	case *redis.Ring:
+		ctxTimeouts, retries = r.Options().ContextTimeoutEnabled, r.Options().MaxRetries
 	default:
 		return
 	}
@@ -110,8 +112,10 @@ var (
 
 // routeDriverLogs sends go-redis's internal log lines (pool dial failures,
 // reconnects) to l at debug level instead of stderr. go-redis has one
-// logger per process, so the last Client created wins; redis.SetLogger or
-// DiscardRedisDriverLogs called afterwards takes it back.
+// logger per process: the first New with Redis installs the router (in
+// place of any logger set before with redis.SetLogger), and the last
+// Client created is the one whose Logger receives the lines;
+// redis.SetLogger or DiscardRedisDriverLogs called afterwards takes it back.
 func routeDriverLogs(l *slog.Logger) {
 	driverLog.Store(l)
 	driverLogSetup.Do(func() { redis.SetLogger(slogDriver{}) })

@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -134,4 +135,48 @@ func TestPingIsAHealthCheck(t *testing.T) {
 	if err := c.Ping(bg); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Ping after Close = %v, want ErrClosed", err)
 	}
+}
+
+// TestTrackingReconnectClosesBreaker: with the background PING parked,
+// tracking reconnecting alone is evidence enough to close the breaker.
+func TestTrackingReconnectClosesBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, Options{
+		RedisURL:     srv.URL(),
+		L1MaxBytes:   1 << 20,
+		Invalidation: &Invalidation{},
+		Reliability:  &Reliability{BreakerOpenFor: time.Hour, BreakerProbeInterval: time.Hour},
+	})
+	waitWithin(t, 3*time.Second, func() bool { return c.InvalidationStats().Tracking })
+	srv.Stop()
+	openBreaker(t, c)
+	srv.Restart()
+	waitWithin(t, 5*time.Second, func() bool { return c.ReliabilityStats().Breaker == BreakerClosed })
+}
+
+// TestCallerDeadlineDoesNotOpenBreaker: a caller whose own short deadline
+// expires against a slow Redis has given up; that says nothing about Redis
+// and must not open the breaker.
+func TestCallerDeadlineDoesNotOpenBreaker(t *testing.T) {
+	srv := redistest.StartArgs(t, "--enable-debug-command", "yes")
+	c := newClient(t, Options{RedisURL: srv.URL(), Reliability: &Reliability{BreakerThreshold: 1, MaxAttempts: 1}})
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = redistest.Do(srv.Addr(), "DEBUG", "SLEEP", "1") }()
+	waitWithin(t, time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(bg, 30*time.Millisecond)
+		defer cancel()
+		return c.Ping(ctx) != nil // the server is asleep
+	})
+	for range 20 {
+		ctx, cancel := context.WithTimeout(bg, 30*time.Millisecond)
+		_, err := Get[string](ctx, c, "k")
+		cancel()
+		if err == nil {
+			t.Fatal("Get succeeded against a sleeping Redis")
+		}
+	}
+	if st := c.ReliabilityStats(); st.BreakerOpened != 0 {
+		t.Fatalf("callers' own deadlines opened the breaker %d times", st.BreakerOpened)
+	}
+	<-done
 }

@@ -20,15 +20,19 @@ import (
 // once, while the load goes on for the others. The loader's ctx keeps the
 // first caller's values but not its cancellation; it ends when
 // Options.LoadTimeout (default 30 s) has passed, when Close is called, or
-// when every caller waiting for it has given up (the next GetOrLoad of the
-// key then starts a new load rather than joining the abandoned one).
-// Loader errors are returned to every waiting caller and never cached. With Options.LockTTL set, the
-// load also takes a Redis lock ({key}:lock, SET NX PX) so one instance of a
-// fleet loads while others wait for its result; failing to take or reach
-// the lock means loading without it.
+// when every caller waiting for it has given up; callers stop waiting for
+// it then too (even if the loader ignores its ctx), and the next GetOrLoad
+// of the key starts a new load rather than joining the abandoned one.
+// Loader errors are returned to every waiting caller and never cached.
+// With Options.LockTTL set, the load also takes a Redis lock ({key}:lock,
+// SET NX PX) so one instance of a fleet loads while others wait for its
+// result; failing to take or reach the lock means loading without it.
 //
 // An entry that exists but cannot be opened (tampered, wrong key) is
-// replaced by a fresh load; a Redis error is returned.
+// replaced by a fresh load; a Redis error is returned, except under
+// FailOpen, where an unreachable Redis makes GetOrLoad run the loader and
+// return its value without storing it (no second read, lock or write to a
+// failing Redis).
 func GetOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if _, err := protocol.NormalizeTTL(ttl); err != nil {
@@ -44,10 +48,18 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	if err == nil || !loadable(err) {
 		return v, err
 	}
+	// A read that FailOpen turned into a miss means Redis is failing: load
+	// without looking again, locking or storing, so the caller waits for
+	// one Redis operation at most, not four.
+	var me *MissError
+	degraded := errors.As(err, &me)
 	res, err := c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
-		return loadAndStore(lctx, c, key, ttl, load)
+		return loadAndStore(lctx, c, key, ttl, load, degraded)
 	})
 	if err != nil {
+		if c.closed.Load() && errors.Is(err, context.Canceled) {
+			return zero, ErrClosed
+		}
 		return zero, err
 	}
 	if v, ok := res.(T); ok {
@@ -64,7 +76,16 @@ func loadable(err error) bool {
 	return errors.Is(err, ErrNotFound) || errors.As(err, &ee)
 }
 
-func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
+func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (any, error) {
+	if degraded {
+		c.stats.loads.Add(1)
+		v, err := load(ctx)
+		if err != nil {
+			c.stats.loadErrors.Add(1)
+			return nil, err
+		}
+		return v, nil
+	}
 	// A caller that missed just before the previous flight stored its value
 	// starts a new flight: look again before loading.
 	if v, err := Get[T](ctx, c, key); err == nil {
@@ -110,13 +131,27 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
 	noop := func() {}
-	ok, err := c.l2.TryLock(ctx, lockKey, token, c.lockTTL)
+	var ok bool
+	err := c.rel.do(ctx, "lock", func(ctx context.Context) error {
+		var err error
+		ok, err = c.l2.TryLock(ctx, lockKey, token, c.lockTTL)
+		return err
+	})
 	if err != nil {
 		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
 		return noop, nil, false
 	}
 	if ok {
-		return func() { _, _ = c.l2.Unlock(context.WithoutCancel(ctx), lockKey, token) }, nil, false
+		return func() {
+			// The load is over (or cancelled): release within one
+			// attempt's bound; the lease expires anyway.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout())
+			defer cancel()
+			_ = c.rel.do(uctx, "unlock", func(ctx context.Context) error {
+				_, err := c.l2.Unlock(ctx, lockKey, token)
+				return err
+			})
+		}, nil, false
 	}
 	deadline := c.now().Add(c.lockTTL)
 	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
@@ -153,7 +188,8 @@ type flight struct {
 	val     any
 	err     error
 	waiters int                // callers waiting; guarded by the group's mu
-	cancel  context.CancelFunc // ends the function's ctx
+	ctx     context.Context    // the function's ctx
+	cancel  context.CancelFunc // ends ctx
 }
 
 // do runs fn for key, or joins the run in progress. fn's ctx keeps ctx's
@@ -168,7 +204,7 @@ func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key str
 	if !ok {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		stop := context.AfterFunc(bg, cancel)
-		f = &flight{done: make(chan struct{}), cancel: func() { stop(); cancel() }}
+		f = &flight{done: make(chan struct{}), ctx: fctx, cancel: func() { stop(); cancel() }}
 		g.m[key] = f
 		go g.run(fctx, key, f, fn)
 	}
@@ -180,6 +216,26 @@ func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key str
 	case <-ctx.Done():
 		g.leave(key, f)
 		return nil, ctx.Err()
+	case <-f.ctx.Done():
+		// Timed out or cancelled by Close: whether or not the function
+		// honours its ctx, nobody waits for it any more, and the next
+		// caller starts afresh.
+		select {
+		case <-f.done:
+			return f.val, f.err
+		default:
+		}
+		g.forget(key, f)
+		return nil, f.ctx.Err()
+	}
+}
+
+// forget removes f from the group if it is still key's flight.
+func (g *flightGroup) forget(key string, f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m[key] == f {
+		delete(g.m, key)
 	}
 }
 
@@ -214,8 +270,10 @@ func (g *flightGroup) run(ctx context.Context, key string, f *flight, fn func(co
 			delete(g.m, key)
 		}
 		g.mu.Unlock()
-		f.cancel()
+		// done before cancel: a waiter that sees the ctx end must find
+		// the result already there.
 		close(f.done)
+		f.cancel()
 	}()
 	f.val, f.err = fn(ctx)
 }

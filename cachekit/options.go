@@ -46,7 +46,8 @@ type Options struct {
 	// Reliability's timeouts, build it with ContextTimeoutEnabled: true,
 	// MaxRetries: -1 (Reliability retries; two retry layers multiply) and
 	// dial/read/write timeouts no longer than Reliability.AttemptTimeout.
-	// New logs a warning when ContextTimeoutEnabled is off.
+	// New logs a warning when an injected *redis.Client, *redis.ClusterClient
+	// or *redis.Ring has ContextTimeoutEnabled off.
 	// Default: nil (then RedisURL is used; with neither, L1-only mode).
 	Redis redis.UniversalClient
 
@@ -107,10 +108,11 @@ type Options struct {
 	// with this lease. Default: 0 (in-process single-flight only).
 	LockTTL time.Duration
 
-	// LoadTimeout bounds each GetOrLoad loader run: the loader's ctx ends
-	// when it has passed, when Close is called, or when every caller
-	// waiting for the load has given up. Default: 0, which New treats as
-	// 30 seconds.
+	// LoadTimeout bounds each GetOrLoad loader run, in the foreground or as
+	// an SWR refresh: the loader's ctx ends when it has passed, when Close
+	// is called, or (foreground) when every caller waiting for the load has
+	// given up; callers stop waiting then even if the loader does not
+	// return. Default: 0, which New treats as 30 seconds.
 	LoadTimeout time.Duration
 
 	// Logger receives warnings (never keys, values or key material; keys

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -191,8 +193,18 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 		return fn(ctx)
 	}
 	deadline := time.Now().Add(g.cfg.OperationTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	callerDL, hasCallerDL := ctx.Deadline()
+	if hasCallerDL && callerDL.Before(deadline) {
+		deadline = callerDL
+	}
+	// The caller gave up (or its deadline, which the socket deadline
+	// mirrors, passed): the outcome says nothing about Redis.
+	gaveUp := func() bool {
+		return ctx.Err() != nil || hasCallerDL && !time.Now().Before(callerDL)
+	}
+	if g.br != nil && g.br.refusing() {
+		g.refused.Add(1)
+		return &BackendError{Op: op, Err: ErrCircuitOpen}
 	}
 	if err := g.acquire(ctx, op, deadline); err != nil {
 		return err
@@ -216,7 +228,7 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 		if g.br != nil {
 			o := outcomeSuccess
 			switch {
-			case ctx.Err() != nil:
+			case gaveUp():
 				o = outcomeNeutral
 			case transient:
 				o = outcomeFailure
@@ -225,7 +237,7 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 				g.startProber()
 			}
 		}
-		if !transient || attempt >= g.cfg.MaxAttempts || ctx.Err() != nil {
+		if !transient || attempt >= g.cfg.MaxAttempts || gaveUp() {
 			return err
 		}
 		wait := delay/2 + rand.N(delay/2+1)
@@ -267,6 +279,9 @@ func (g *guard) acquire(ctx context.Context, op string, deadline time.Time) erro
 	case <-ctx.Done():
 		return &BackendError{Op: op, Err: ctx.Err()}
 	case <-t.C:
+		if err := ctx.Err(); err != nil {
+			return &BackendError{Op: op, Err: err} // the caller's deadline, not overload
+		}
 		g.shed.Add(1)
 		return &BackendError{Op: op, Err: ErrOverloaded}
 	}
@@ -304,7 +319,10 @@ func (g *guard) probe() {
 			ctx, cancel := context.WithTimeout(g.bg, g.cfg.AttemptTimeout)
 			err := g.ping(ctx)
 			cancel()
-			if err == nil || !l2.IsTransient(err) {
+			if g.bg.Err() != nil {
+				return // closing: a cut-off PING says nothing
+			}
+			if redisAnswered(err) {
 				g.br.answered()
 			}
 		}
@@ -318,6 +336,14 @@ func (g *guard) probe() {
 		}
 		g.mu.Unlock()
 	}
+}
+
+// redisAnswered reports whether err (from a PING) shows Redis answering:
+// no error, or an error reply from the server itself (LOADING, NOAUTH...).
+// A timeout, a refused or closed connection, a TLS or dial failure do not.
+func redisAnswered(err error) bool {
+	var re redis.Error
+	return err == nil || errors.As(err, &re)
 }
 
 // stop ends the prober and waits for it. bg must be cancelled first.

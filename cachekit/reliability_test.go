@@ -3,6 +3,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -219,3 +220,46 @@ func TestGuardOneBudget(t *testing.T) {
 		t.Fatalf("a 20ms caller deadline: operation took %v", took)
 	}
 }
+
+// TestOpenBreakerRefusesBeforeSlotWait: with every in-flight slot taken by
+// hung calls, an open breaker still refuses at once (not after MaxWait with
+// ErrOverloaded).
+func TestOpenBreakerRefusesBeforeSlotWait(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	g := newGuard(&Reliability{MaxInFlight: 1, MaxAttempts: 1, BreakerThreshold: 1, MaxWait: time.Second}, clk.now)
+	_ = g.do(bg, "get", func(context.Context) error { return io.EOF }) // opens
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go func() {
+		g.slots <- struct{}{} // a hung call holds the only slot
+		close(held)
+		<-release
+		<-g.slots
+	}()
+	<-held
+	defer close(release)
+	start := time.Now()
+	err := g.do(bg, "get", func(context.Context) error { return nil })
+	if !errors.Is(err, ErrCircuitOpen) || time.Since(start) > 10*time.Millisecond {
+		t.Fatalf("open breaker with no free slot: %v after %v, want ErrCircuitOpen at once", err, time.Since(start))
+	}
+}
+
+// TestOnlyAnAnswerClosesTheBreaker: the prober counts a PING as evidence
+// only when Redis itself answered.
+func TestOnlyAnAnswerClosesTheBreaker(t *testing.T) {
+	for _, err := range []error{context.Canceled, context.DeadlineExceeded, io.EOF, errors.New("x509: bad certificate")} {
+		if redisAnswered(err) {
+			t.Errorf("%v counted as Redis answering", err)
+		}
+	}
+	if !redisAnswered(nil) || !redisAnswered(fmt.Errorf("ping: %w", replyErr("LOADING Redis is loading"))) {
+		t.Error("a PONG or an error reply must count as Redis answering")
+	}
+}
+
+// replyErr is an error reply as go-redis returns it (a redis.Error).
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}

@@ -229,9 +229,10 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 }
 
 // startRefresh reloads key in the background. It keeps ctx's values but
-// not its cancellation; Close cancels it.
+// not its cancellation; it ends after LoadTimeout, and Close cancels it
+// (and waits for it).
 func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, load func(context.Context) (any, error)) {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
 	stop := context.AfterFunc(c.bg, cancel)
 	c.swr.wg.Add(1)
 	go func() {
