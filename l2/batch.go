@@ -58,9 +58,14 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 }
 
 // MGetWithTTL is MGet that also returns the remaining TTL of every key it
-// found (as TTL reports it: 0 for no expiry), read with one PTTL per key
-// in the same pipelined round trip (one pipeline per node on a cluster). A
-// key that expired between its MGET and its PTTL is reported missing.
+// found (as TTL reports it: 0 for no expiry). On a standalone client it is
+// one MGET and one PTTL per key in one pipelined round trip (a key that
+// expired between its MGET and its PTTL is reported missing). On a cluster
+// client each hash slot's keys are read by one script that returns every
+// value with its PTTL, all slots in one pipeline: one command per slot, so
+// a slot caught mid-migration (ASK, TRYAGAIN) is retried as one command.
+// (go-redis v9.23's cluster pipeline can send a command to two nodes at
+// once when several commands of one migrating slot share a batch.)
 func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if err := s.check("mget"); err != nil {
 		return nil, nil, err
@@ -70,33 +75,24 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 	if len(keys) == 0 {
 		return out, ttls, nil
 	}
-	groups := []slotGroup{{}}
 	if s.cluster != nil {
-		groups = groupBySlot(keys)
+		return s.clusterMGetWithTTL(ctx, keys, out, ttls)
 	}
-	mgets := make([]*redis.SliceCmd, len(groups))
+	var mget *redis.SliceCmd
 	pttls := make([]*redis.DurationCmd, len(keys))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, g := range groups {
-			if g.idx == nil {
-				mgets[i] = p.MGet(ctx, keys...)
-			} else {
-				mgets[i] = p.MGet(ctx, g.pick(keys)...)
-			}
-		}
+		mget = p.MGet(ctx, keys...)
 		for i, k := range keys {
 			pttls[i] = p.PTTL(ctx, k)
 		}
 		return nil
 	})
-	for i, c := range mgets {
-		vals, err := c.Result()
-		if err != nil {
-			return nil, nil, fail("mget", err)
-		}
-		if err := fill(out, vals, groups[i].idx); err != nil {
-			return nil, nil, err
-		}
+	vals, err := mget.Result()
+	if err != nil {
+		return nil, nil, fail("mget", err)
+	}
+	if err := fill(out, vals, nil); err != nil {
+		return nil, nil, err
 	}
 	for i, c := range pttls {
 		if out[i] == nil {
@@ -111,6 +107,64 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 			out[i] = nil
 		}
 		ttls[i] = ttl
+	}
+	return out, ttls, nil
+}
+
+// mgetTTLScript returns, for each of KEYS, its value and its PTTL (false
+// and -2 for a missing key), read atomically.
+const mgetTTLScript = `local out = {}
+for i, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if v then
+    out[2*i-1] = v
+    out[2*i] = redis.call('PTTL', k)
+  else
+    out[2*i-1] = false
+    out[2*i] = -2
+  end
+end
+return out`
+
+// clusterMGetWithTTL is MGetWithTTL on a cluster: one script per slot.
+func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]byte, ttls []time.Duration) ([][]byte, []time.Duration, error) {
+	groups := groupBySlot(keys)
+	cmds := make([]*redis.Cmd, len(groups))
+	_, _ = s.cluster.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, g := range groups {
+			cmds[i] = p.Eval(ctx, mgetTTLScript, g.pick(keys))
+		}
+		return nil
+	})
+	for i, c := range cmds {
+		reply, err := c.Slice()
+		if err != nil {
+			return nil, nil, fail("mget", err)
+		}
+		idx := groups[i].idx
+		if len(reply) != 2*len(idx) {
+			return nil, nil, &BackendError{Op: "mget", Err: errUnexpectedReply}
+		}
+		for j, at := range idx {
+			v, ms := reply[2*j], reply[2*j+1]
+			if v == nil {
+				continue
+			}
+			str, ok1 := v.(string)
+			n, ok2 := ms.(int64)
+			if !ok1 || !ok2 {
+				return nil, nil, &BackendError{Op: "mget", Err: errUnexpectedReply}
+			}
+			ttl, found := fromPTTL(time.Duration(n))
+			if n >= 0 {
+				ttl, found = fromPTTL(time.Duration(n) * time.Millisecond)
+			}
+			if !found {
+				continue
+			}
+			out[at] = []byte(str)
+			ttls[at] = ttl
+		}
 	}
 	return out, ttls, nil
 }

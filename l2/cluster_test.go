@@ -135,3 +135,39 @@ func TestClusterMGetAndDeleteGroupBySlot(t *testing.T) {
 		t.Fatalf("GetWithTTL = %q, %v", v, err)
 	}
 }
+
+// TestClusterMGetWithTTL: values and remaining TTLs across slots in one
+// call, a missing key, a key without expiry, in key order.
+func TestClusterMGetWithTTL(t *testing.T) {
+	rdb := clusterNode(t)
+	s := New(rdb)
+	keys := []string{"a", "b", "missing", "forever", "{a}x"}
+	for _, k := range []string{"a", "b", "{a}x"} {
+		if err := s.Set(bg, k, []byte("v-"+k), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Set(bg, "forever", "v-forever", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	vals, ttls, err := s.MGetWithTTL(bg, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		switch k {
+		case "missing":
+			if vals[i] != nil {
+				t.Errorf("missing key read %q", vals[i])
+			}
+		case "forever":
+			if string(vals[i]) != "v-forever" || ttls[i] != 0 {
+				t.Errorf("%s = %q ttl %v, want no expiry", k, vals[i], ttls[i])
+			}
+		default:
+			if string(vals[i]) != "v-"+k || ttls[i] <= 50*time.Second || ttls[i] > time.Minute {
+				t.Errorf("%s = %q ttl %v", k, vals[i], ttls[i])
+			}
+		}
+	}
+}
