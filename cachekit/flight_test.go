@@ -150,16 +150,17 @@ func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
 // TestLoadTimeoutBoundsLoader: the loader's ctx carries Options.LoadTimeout.
 func TestLoadTimeoutBoundsLoader(t *testing.T) {
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, LoadTimeout: 50 * time.Millisecond})
-	var deadline time.Time
+	deadline := make(chan bool, 1)
 	_, err := GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
-		deadline, _ = ctx.Deadline()
+		_, ok := ctx.Deadline()
+		deadline <- ok
 		<-ctx.Done()
 		return "", ctx.Err()
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("GetOrLoad = %v, want the loader's context.DeadlineExceeded", err)
 	}
-	if deadline.IsZero() {
+	if !<-deadline {
 		t.Fatal("loader ctx had no deadline")
 	}
 	if _, err := New(Options{L1MaxBytes: 1, LoadTimeout: -1}); !errors.Is(err, ErrConfig) {
