@@ -171,9 +171,12 @@ func (c *Client) Warm(ctx context.Context) error {
 	return c.enc.Warm(ctx)
 }
 
-// Close releases the Client: it zeroizes the derived keys, drops L1 and
-// closes a Redis connection the Client opened from RedisURL (never an
-// injected one). It is idempotent; every call after it returns ErrClosed.
+// Close releases the Client: it drops its references to the derived keys
+// (raw key bytes were already zeroed at derivation; the AES key schedules
+// are left to the garbage collector, as crypto/aes cannot wipe them),
+// cancels loaders and background work, drops L1 and closes a Redis
+// connection the Client opened from RedisURL (never an injected one). It is
+// idempotent; every call after it returns ErrClosed.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil

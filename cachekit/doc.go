@@ -41,8 +41,10 @@
 //
 // Redis (and whoever can read or write it) is not trusted with values: it
 // sees key names, sizes and timing, but values are confidential and tamper-
-// evident. The process holding the master key is trusted. Close zeroizes the
-// derived keys.
+// evident. The process holding the master key is trusted: raw key bytes are
+// zeroed once the keys are derived, and Close makes the derived keys
+// unreachable (the AES key schedules themselves cannot be wiped in Go; the
+// garbage collector reclaims them).
 //
 // # Key rotation
 //

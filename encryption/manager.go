@@ -211,8 +211,10 @@ func (m *Manager) open(r *keyring, dst, sealed, aad []byte) ([]byte, int, error)
 //
 // The Manager never holds raw key bytes after a derivation: master key
 // copies and derived keys are zeroed as soon as the AES-GCM instances exist.
-// Close drops the last references to those instances; the AES key schedule
-// inside crypto/aes has no public way to be wiped.
+// Close drops the Manager's references to those instances (Stats keeps
+// only fingerprints and counters), so nothing reachable from it decrypts
+// any more; the instances themselves are garbage-collected, not wiped (the
+// AES key schedule inside crypto/aes has no public way to be wiped).
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -231,7 +233,7 @@ func (m *Manager) Close() error {
 
 // publish installs a derived keyring. Callers hold m.mu or own m.
 func (m *Manager) publish(r *keyring) {
-	m.stats.last.Store(r)
+	m.stats.last.Store(infoOf(r))
 	m.state.Store(r)
 }
 

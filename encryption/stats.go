@@ -57,7 +57,8 @@ type paddedCounter struct {
 // counters are a Manager's statistics. Encryptions are not counted here:
 // the nonce counter already counts them, at no extra cost.
 type counters struct {
-	last               atomic.Pointer[keyring]    // the derived keyring, kept after Close
+	last               atomic.Pointer[keyringInfo] // what Stats reports of the derived keyring; no key
+
 	decrypts           [maxKeyring]stripe.Counter // bumped on every decrypt, from every core
 	authFailures       paddedCounter
 	formatErrors       atomic.Uint64
@@ -91,7 +92,7 @@ func (m *Manager) Stats() Stats {
 		s.DecryptsByKey[i] = m.stats.decrypts[i].Load()
 	}
 	if r := m.stats.last.Load(); r != nil {
-		s.KeyringSize = r.size()
+		s.KeyringSize = r.size
 		s.Encryptions = r.nonces.used()
 		s.NonceExhausted = r.nonces.exhausted()
 		s.Fingerprint = hex.EncodeToString(r.fingerprints[0][:])
@@ -100,4 +101,18 @@ func (m *Manager) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// keyringInfo is what Stats reports of a derived keyring, kept after Close
+// so the counters stay readable: its size, fingerprints and nonce counter,
+// and no AES-GCM instance (after Close nothing reachable from the Manager
+// can decrypt).
+type keyringInfo struct {
+	size         int
+	fingerprints [][FingerprintSize]byte
+	nonces       *nonceSource
+}
+
+func infoOf(r *keyring) *keyringInfo {
+	return &keyringInfo{size: r.size(), fingerprints: r.fingerprints, nonces: r.nonces}
 }
