@@ -37,6 +37,13 @@ var (
 // It never carries keys or values.
 type BackendError = l2.BackendError
 
+// ProviderError reports that Options.Encryption's KeyProvider failed (or
+// panicked) while the keys were being derived: no entry is at fault, so
+// nothing is evicted, counted as an open failure or reloaded over; the call
+// returns it and the next call tries the provider again. It is the
+// encryption package's type.
+type ProviderError = encryption.ProviderError
+
 // FormatError reports stored bytes or inputs that break the protocol's byte
 // formats (bad envelope, malformed msgpack, a checksum mismatch, a bad key).
 type FormatError = protocol.FormatError

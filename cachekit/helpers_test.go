@@ -23,7 +23,7 @@ func encConfig(tenant string) *encryption.Config {
 func withRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 	t.Helper()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return srv, rdb
 }

@@ -227,7 +227,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 		c.met.add(ctx, opGetL1Hit)
 		return payload, true, nil
 	}
-	if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+	if notTheEntry(ctx, err) {
 		return nil, false, err
 	}
 	c.stats.openFailures(TierL1).Add(1)
@@ -245,7 +245,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
 	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
-		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+		if notTheEntry(ctx, err) {
 			return nil, err
 		}
 		c.stats.openFailures(TierL2).Add(1)
@@ -350,6 +350,15 @@ func (c *Client) appendAAD(s *scratch, key string) ([]byte, error) {
 	var err error
 	s.aad, err = c.aad.Append(s.aad[:0], key)
 	return s.aad, err
+}
+
+// notTheEntry reports whether an open failed for a reason that says nothing
+// about the entry: the Client closed, the caller gave up, or the keys could
+// not be derived (a KeyProvider failure). Such an entry is neither evicted
+// nor counted nor reloaded over.
+func notTheEntry(ctx context.Context, err error) bool {
+	var pe *ProviderError
+	return errors.Is(err, ErrClosed) || ctx.Err() != nil || errors.As(err, &pe)
 }
 
 // mapErr turns the encryption package's closed error into ErrClosed.
