@@ -35,8 +35,9 @@ type Client struct {
 	l2        *l2.Store // nil: L1-only mode
 	ownsRedis bool
 
-	log *slog.Logger
-	now func() time.Time
+	log       *slog.Logger
+	now       func() time.Time
+	digestKey [32]byte // keys KeyDigest
 
 	rel *guard          // nil: reliability off
 	swr *swrState       // nil: SWR off
@@ -90,6 +91,7 @@ func New(opts Options) (*Client, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.digestKey = digestKeyFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
 	c.rel = newGuard(opts.Reliability, c.now)
 	c.swr = newSWR(opts.SWR)

@@ -35,7 +35,7 @@
 //   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
 //     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
 //   - Logs and errors never contain key material, values or raw cache keys;
-//     keys appear only as KeyDigest.
+//     keys appear only as Client.KeyDigest, a digest keyed by the master key.
 //
 // # Threat model
 //

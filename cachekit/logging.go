@@ -2,12 +2,16 @@ package cachekit
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
 	"time"
 
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -37,18 +41,47 @@ func (c *Client) warn(msg, key string, err error) {
 		slog.String("key_digest", c.keyDigest(key)), slog.String("error", err.Error()))
 }
 
-// keyDigest is what logs and errors show instead of a cache key: the first
-// 8 bytes of BLAKE2b-256 of the full Redis key, in hex.
-func (c *Client) keyDigest(key string) string {
-	return KeyDigest(c.fullKey(key))
+// keyDigest is what logs and errors show instead of a cache key.
+func (c *Client) keyDigest(key string) string { return c.KeyDigest(key) }
+
+// KeyDigest returns the short digest this Client logs (and puts in
+// EntryError) in place of key's full Redis key: hex of the first 8 bytes of
+// BLAKE2b-256 keyed with the Client's digest key, so a digest cannot be
+// matched against guessed keys by anyone without that key.
+//
+// With encryption configured from a static master key, the digest key is
+// derived from that key and the tenant (HKDF-SHA256, its own label): every
+// process of a fleet, and the command-line tool given the same key
+// (cachekit inspect --secure), names a key with the same digest. Otherwise
+// (no encryption, or a KeyProvider) it is random per Client: digests
+// correlate within this Client's logs only.
+func (c *Client) KeyDigest(key string) string {
+	h, _ := blake2b.New256(c.digestKey[:]) // a 32-byte key is always accepted
+	h.Write([]byte(c.fullKey(key)))
+	var sum [blake2b.Size256]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:8])
 }
 
-// KeyDigest returns the short digest this package logs in place of a full
-// Redis key: hex of the first 8 bytes of its BLAKE2b-256. Operators can
-// compute it for a key they know to find it in logs.
-func KeyDigest(fullKey string) string {
-	sum := blake2b.Sum256([]byte(fullKey))
-	return hex.EncodeToString(sum[:8])
+// digestLabel separates the digest key from every key the encryption
+// package derives from the same master key.
+const digestLabel = "cachekit-go log digest v1"
+
+// digestKeyFor returns the key of a Client's log digests (see KeyDigest).
+func digestKeyFor(enc *encryption.Config) [32]byte {
+	var k [32]byte
+	if enc != nil && enc.Provider == nil && len(enc.MasterKey) == encryption.KeySize {
+		tenant := enc.Tenant
+		if tenant == "" {
+			tenant = encryption.DefaultTenant
+		}
+		if b, err := hkdf.Key(sha256.New, enc.MasterKey, []byte(digestLabel), tenant, len(k)); err == nil {
+			copy(k[:], b)
+			clear(b)
+			return k
+		}
+	}
+	_, _ = rand.Read(k[:])
+	return k
 }
 
 // DiscardRedisDriverLogs silences go-redis's process-wide internal logger

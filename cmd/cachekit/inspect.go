@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -47,7 +46,7 @@ func (r report) line(label, format string, args ...any) {
 
 func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	key := args[0]
-	c, err := openClient(g, e.getenv, false)
+	c, err := openClient(g, e.getenv, true) // with --secure: the keys the digest is derived from
 	if err != nil {
 		return err
 	}
@@ -65,7 +64,11 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 	}
 	fullKey := g.prefix + key
 	r := report{e.stdout}
-	r.line("key digest", "%s", cachekit.KeyDigest(fullKey))
+	if g.secure {
+		r.line("key digest", "%s", c.KeyDigest(key))
+	} else {
+		r.line("key digest", "%s (pass --secure with the application's key to get the digest its logs show)", c.KeyDigest(key))
+	}
 	r.line("mode", "%s", modeName(g))
 	r.line("stored size", "%d bytes", len(stored))
 
