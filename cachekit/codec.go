@@ -146,9 +146,12 @@ func binPayload(p []byte) ([]byte, error) {
 
 // checkKey rejects keys the mode cannot store: empty keys, and in interop
 // mode anything that is not an interop/v1 key.
+// errEmptyKey is what every call given the key "" returns, before any I/O.
+var errEmptyKey = &protocol.FormatError{Op: "cache-key", Reason: "empty key", Err: protocol.ErrInvalidKey}
+
 func (c *Client) checkKey(key string) error {
 	if key == "" {
-		return &protocol.FormatError{Op: "cache-key", Reason: "empty key", Err: protocol.ErrInvalidKey}
+		return errEmptyKey
 	}
 	if c.interop {
 		return protocol.ValidateInteropKey(key)

@@ -30,6 +30,9 @@ var (
 	// ErrNotBytes: GetBytes or AppendValue found a value that is not a
 	// msgpack bin (it was not stored from a []byte).
 	ErrNotBytes = errors.New("cachekit: value is not a byte string")
+	// ErrInvalidDestination: Get was given a nil or non-pointer dst, a
+	// programming error reported before any I/O.
+	ErrInvalidDestination = errors.New("cachekit: destination must be a non-nil pointer")
 )
 
 // BackendError reports a failed Redis operation: Op names it ("get", "set",

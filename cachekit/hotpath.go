@@ -10,6 +10,8 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
@@ -118,6 +120,9 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 // Get decodes the value stored under key into dst, a non-nil pointer. It
 // returns ErrNotFound when neither tier has the key.
 func (c *Client) Get(ctx context.Context, key string, dst any) error {
+	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
+	}
 	s := getScratch()
 	defer putScratch(s)
 	payload, tier, err := c.load(ctx, s, key)
@@ -176,6 +181,9 @@ func (c *Client) load(ctx context.Context, s *scratch, key string) ([]byte, Tier
 func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool) ([]byte, Tier, time.Duration, error) {
 	if c.closed.Load() {
 		return nil, "", 0, ErrClosed
+	}
+	if key == "" {
+		return nil, "", 0, errEmptyKey
 	}
 	start := c.met.startTimer()
 	if c.l1 != nil {
@@ -323,7 +331,7 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 			s.plain, err = d.Wait(ctx)
 		}
 		if err != nil {
-			return nil, c.mapErr(err)
+			return nil, c.openErr(err)
 		}
 		body = s.plain
 	}
@@ -360,6 +368,25 @@ func notTheEntry(ctx context.Context, err error) bool {
 	var pe *ProviderError
 	return errors.Is(err, ErrClosed) || ctx.Err() != nil || errors.As(err, &pe)
 }
+
+// openErr classifies a decryption failure: ErrClosed for a closed
+// encryptor, and an entry too short to hold a nonce and a tag (an
+// *encryption.FormatError) as what it is to a caller, an entry that does not
+// authenticate: it matches ErrAuthFailed and keeps the length detail.
+func (c *Client) openErr(err error) error {
+	var fe *encryption.FormatError
+	if errors.As(err, &fe) {
+		return &unauthenticatedError{err}
+	}
+	return c.mapErr(err)
+}
+
+// unauthenticatedError is ErrAuthFailed with the reason it could not even
+// be tried.
+type unauthenticatedError struct{ err error }
+
+func (e *unauthenticatedError) Error() string   { return ErrAuthFailed.Error() + ": " + e.err.Error() }
+func (e *unauthenticatedError) Unwrap() []error { return []error{ErrAuthFailed, e.err} }
 
 // mapErr turns the encryption package's closed error into ErrClosed.
 func (c *Client) mapErr(err error) error {

@@ -17,15 +17,16 @@ const MaxTTL = 2592000 * time.Second
 //   - everything else is rounded up to the next whole second, so a
 //     sub-second TTL becomes 1 s and is never truncated to 0.
 //
-// Errors are *FormatError values with Op "ttl" wrapping ErrInvalidTTL.
+// Errors match ErrInvalidTTL (and are not *FormatError values: a TTL is a
+// caller's argument, not bytes of a format).
 func NormalizeTTL(d time.Duration) (time.Duration, error) {
 	switch {
 	case d == 0:
-		return 0, formatErr("ttl", ErrInvalidTTL, "ttl is zero")
+		return 0, ttlErr("ttl is zero")
 	case d < 0:
-		return 0, formatErr("ttl", ErrInvalidTTL, "ttl is negative")
+		return 0, ttlErr("ttl is negative")
 	case d > MaxTTL:
-		return 0, formatErr("ttl", ErrInvalidTTL, "ttl exceeds 2592000 s (30 days)")
+		return 0, ttlErr("ttl exceeds 2592000 s (30 days)")
 	}
 	// d is in (0, MaxTTL], so the ceiling cannot overflow or pass MaxTTL.
 	if r := d % time.Second; r != 0 {
@@ -33,3 +34,11 @@ func NormalizeTTL(d time.Duration) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ttlError is an invalid TTL: it matches ErrInvalidTTL and says why.
+type ttlError struct{ reason string }
+
+func ttlErr(reason string) error { return &ttlError{reason} }
+
+func (e *ttlError) Error() string { return ErrInvalidTTL.Error() + ": " + e.reason }
+func (e *ttlError) Unwrap() error { return ErrInvalidTTL }

@@ -35,7 +35,7 @@ func TestNormalizeTTL(t *testing.T) {
 	for _, d := range bad {
 		got, err := NormalizeTTL(d)
 		var fe *FormatError
-		if !errors.As(err, &fe) || fe.Op != "ttl" || !errors.Is(err, ErrInvalidTTL) || got != 0 {
+		if errors.As(err, &fe) || !errors.Is(err, ErrInvalidTTL) || got != 0 {
 			t.Errorf("NormalizeTTL(%v) = %v, %v; want a ttl error", d, got, err)
 		}
 	}

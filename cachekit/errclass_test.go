@@ -1,0 +1,48 @@
+package cachekit
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+)
+
+// TestErrorClasses: each mistake has one class a caller can branch on, and
+// the caller's own mistakes are reported before any I/O (here: against a
+// Redis that is down, so any I/O would surface as a *BackendError).
+func TestErrorClasses(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	down := newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig("")})
+	var be *BackendError
+	var fe *FormatError
+
+	var n int
+	for name, dst := range map[string]any{"nil": nil, "non-pointer": n, "nil pointer": (*int)(nil)} {
+		err := down.Get(bg, "k", dst)
+		if !errors.Is(err, ErrInvalidDestination) || errors.As(err, &be) {
+			t.Errorf("Get into a %s destination = %v, want ErrInvalidDestination before I/O", name, err)
+		}
+	}
+	if _, err := Get[string](bg, down, ""); !errors.As(err, &fe) || errors.As(err, &be) {
+		t.Errorf(`Get("") = %v, want a *FormatError before I/O`, err)
+	}
+	err := down.SetWithTTL(bg, "k", "v", 0)
+	if !errors.Is(err, ErrInvalidTTL) || errors.As(err, &fe) || errors.As(err, &be) {
+		t.Errorf("SetWithTTL(ttl 0) = %v, want ErrInvalidTTL only, before I/O", err)
+	}
+
+	// An encrypted entry too short to hold a nonce and a tag does not
+	// authenticate, like any other damaged entry.
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	if err := rdb.Set(bg, "short", "abcde", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Get[string](bg, c, "short")
+	var ee *EntryError
+	if !errors.Is(err, ErrAuthFailed) || !errors.As(err, &ee) {
+		t.Errorf("Get of a 5-byte encrypted entry = %v, want an *EntryError matching ErrAuthFailed", err)
+	}
+}
