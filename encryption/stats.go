@@ -57,7 +57,7 @@ type paddedCounter struct {
 // counters are a Manager's statistics. Encryptions are not counted here:
 // the nonce counter already counts them, at no extra cost.
 type counters struct {
-	last               atomic.Pointer[keyringInfo] // what Stats reports of the derived keyring; no key
+	last atomic.Pointer[keyringInfo] // what Stats reports of the derived keyring; no key
 
 	decrypts           [maxKeyring]stripe.Counter // bumped on every decrypt, from every core
 	authFailures       paddedCounter
