@@ -32,7 +32,25 @@ func (w *appendWriter) WriteByte(b byte) error {
 // become maps keyed by field name or `msgpack` tag). Interop mode writes
 // the protocol's canonical encoding, going through a generic decode when
 // the value is a struct or another type the canonical writer does not take.
+// A payload the read path would refuse is refused here, before any write.
 func (c *Client) encode(s *scratch, value any) ([]byte, error) {
+	out, err := c.encodeValue(s, value)
+	if err != nil {
+		return nil, err
+	}
+	// Refuse what no Get could read back (nesting past the decoder's depth
+	// bound, more than its size bound) before anything is written.
+	if err := protocol.CheckMsgpack(out, protocol.DefaultDecodeLimits); err != nil {
+		return nil, fmt.Errorf("cachekit: value would not read back: %w", err)
+	}
+	return out, nil
+}
+
+// encodeValue is encode without the read-back check.
+func (c *Client) encodeValue(s *scratch, value any) ([]byte, error) {
+	if b, ok := value.([]byte); ok && b == nil {
+		value = []byte{} // a nil []byte reads back through GetBytes as empty, not as "not bytes"
+	}
 	if c.interop {
 		out, err := protocol.AppendCanonicalValue(s.value[:0], value)
 		if err == nil {
