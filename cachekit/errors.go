@@ -19,8 +19,10 @@ var (
 	// another tenant or under a key the keyring does not hold). It is the
 	// encryption package's sentinel, so errors.Is matches either name.
 	ErrAuthFailed = encryption.ErrAuthFailed
-	// ErrNonceExhausted: the encryptor used all of its 2^32-1 nonces; build a
-	// new Client (a new encryptor instance id) to continue writing.
+	// ErrNonceExhausted: the encryptor used all of its 2^32-1 nonces under
+	// the current master key and refuses to encrypt rather than reuse one.
+	// The remedy is rotating to a new master key (see the package's Key
+	// rotation section); reads keep working.
 	ErrNonceExhausted = encryption.ErrNonceExhausted
 	// ErrInvalidTTL: a TTL was zero, negative or above the protocol maximum of
 	// 30 days. Returned before any I/O.

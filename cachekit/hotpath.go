@@ -29,8 +29,10 @@ func (c *Client) Set(ctx context.Context, key string, value any) error {
 // encoded with msgpack (canonical msgpack in interop mode). L2 is written
 // first, then L1 (only if no other write, delete or invalidation of key
 // overlapped; otherwise L1 drops key). Once SetWithTTL returns nil, a Get in
-// this process returns the new value or a later one (in L1-only mode,
-// unless L1 admission rejected it, which Stats counts as L1Rejected).
+// this process returns the new value or a later one, with two exceptions:
+// under Reliability.FailOpen a nil return may mean Redis was unreachable and
+// the write was absorbed (ReliabilityStats counts it as Degraded), and in
+// L1-only mode L1 admission may reject it (Stats counts L1Rejected).
 func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
 	if c.closed.Load() {
 		return ErrClosed

@@ -4,8 +4,9 @@
 // The package knows nothing about caches, envelopes or AAD layouts: it takes
 // plaintext and AAD bytes and returns sealed bytes, and back. The protocol
 // package builds the AAD (version 0x03: tenant, full cache key, format,
-// compressed flag); the client glues the two together. This package imports
-// nothing from the rest of the module.
+// compressed flag); the client glues the two together. Of the rest of the
+// module this package imports only internal/stripe (a contention-free
+// counter for its statistics).
 //
 // # Sealed format
 //

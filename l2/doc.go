@@ -1,12 +1,15 @@
 // Package l2 is CacheKit's shared cache tier: the Redis commands the client
 // needs, on top of go-redis v9. It is the only package of the module that
-// imports go-redis.
+// sends commands to Redis (cachekit uses go-redis's types only: the client
+// type of Options.Redis, its error replies).
 //
 // # What it stores
 //
-// Values are opaque bytes. The CacheKit client hands l2 sealed bytes only
-// (AES-256-GCM ciphertext of the ByteStorage envelope) under full protocol
-// keys, so what Redis holds is the same for every CacheKit SDK. Every write
+// Values are opaque bytes. The CacheKit client hands l2 what its mode
+// stores under full protocol keys: AES-256-GCM ciphertext of the ByteStorage
+// envelope with encryption on, the envelope or plain msgpack without it (then
+// Redis can read the values), so what Redis holds is the same for every
+// CacheKit SDK in the same mode. Every write
 // carries a TTL, sent as SET ... PX in milliseconds; l2 never writes a key
 // without an expiry.
 //
@@ -37,9 +40,10 @@
 // Redis, the network or the context is a *BackendError{Op, Err}; errors.Is
 // still finds context.Canceled or context.DeadlineExceeded through it. Caller
 // mistakes are sentinels: ErrInvalidTTL, ErrInvalidURL, ErrClosed. Error
-// messages never contain keys or values: l2 removes the request's keys from
-// the text of go-redis errors, and Open never repeats the URL (it may hold a
-// password).
+// messages never contain keys or values: a message says what the cause is
+// (a Redis reply's code in l2's own words, a network or context error's own
+// text, or only the type of anything else), never what the request carried,
+// and Open never repeats the URL (it may hold a password).
 //
 // # Ownership
 //

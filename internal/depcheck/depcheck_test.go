@@ -1,6 +1,6 @@
-// Package depcheck holds a test that enforces the dependency arrows of
-// ARCHITECTURE.md: protocol, encryption, l1 and l2 are leaves that never
-// import each other, and only l2 (plus the composing layers) talks to Redis.
+// Package depcheck holds a test that enforces the module's dependency
+// arrows (README's Layout section): protocol, encryption, l1 and l2 are
+// leaves that never import each other, and only l2 sends Redis commands.
 package depcheck
 
 import (
