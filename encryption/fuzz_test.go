@@ -2,7 +2,9 @@ package encryption
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
@@ -92,6 +94,41 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		if _, _, err := m.DecryptNow(nil, sealed, append(bytes.Clone(aad), 0)); !errors.Is(err, ErrAuthFailed) {
 			t.Fatalf("longer AAD: %v", err)
+		}
+	})
+}
+
+// FuzzParseMasterKeyHex: any string either parses to 32 bytes that are the
+// hex it came from (and not all zero) or fails with a *ConfigError that
+// does not repeat the input; never a panic. The list form follows the same
+// rule entry by entry.
+func FuzzParseMasterKeyHex(f *testing.F) {
+	for _, s := range []string{strings.Repeat("ab", KeySize), strings.Repeat("00", KeySize), strings.Repeat("AB", KeySize),
+		"zz" + strings.Repeat("ab", KeySize-1), "", "0", strings.Repeat("ab", KeySize) + "," + strings.Repeat("cd", KeySize)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseMasterKeyHex(s)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || k != nil {
+				t.Fatalf("ParseMasterKeyHex error %v (%T), key %x", err, err, k)
+			}
+			if len(s) >= 8 && strings.Contains(err.Error(), s) {
+				t.Fatalf("the error repeats the input: %v", err)
+			}
+		} else if len(k) != KeySize || !strings.EqualFold(hex.EncodeToString(k), s) || bytes.Equal(k, make([]byte, KeySize)) {
+			t.Fatalf("ParseMasterKeyHex(%q) = %x", s, k)
+		}
+		keys, err := ParseMasterKeyListHex(s)
+		if err == nil {
+			for _, k := range keys {
+				if len(k) != KeySize {
+					t.Fatalf("list entry of %d bytes", len(k))
+				}
+			}
+		} else if keys != nil {
+			t.Fatal("keys returned with an error")
 		}
 	})
 }
