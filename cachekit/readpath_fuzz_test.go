@@ -31,6 +31,18 @@ func FuzzReadPath(f *testing.F) {
 		"plain/nocompress":  {DisableCompression: true},
 		"encrypted":         {Encryption: encConfig("")},
 		"encrypted/nocompr": {Encryption: encConfig(""), DisableCompression: true},
+		"interop":           {Interop: true},
+		"interop/encrypted": {Interop: true, Encryption: encConfig("")},
+	}
+	key := func(mode, k string) string {
+		if modes[mode].Interop {
+			ik, err := InteropKey("fuzz", "read", k)
+			if err != nil {
+				f.Fatal(err)
+			}
+			return ik
+		}
+		return k
 	}
 	clients := map[string]*Client{}
 	seeds := 0
@@ -43,7 +55,7 @@ func FuzzReadPath(f *testing.F) {
 		f.Cleanup(func() { _ = c.Close() })
 		clients[name] = c
 		for i, v := range []any{"v", []byte{1, 2, 3}, rec{ID: 7, Name: "n"}, map[string]any{"a": []any{1, "x"}}} {
-			key := name + string(rune('a'+i))
+			key := key(name, name+string(rune('a'+i)))
 			if err := c.Set(bg, key, v); err != nil {
 				f.Fatal(err)
 			}
@@ -61,7 +73,8 @@ func FuzzReadPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, stored []byte) {
 		for name, c := range clients {
-			if err := rdb.Set(bg, "fz", stored, time.Minute).Err(); err != nil {
+			fz, other := key(name, "fz"), key(name, "other")
+			if err := rdb.Set(bg, fz, stored, time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
 			c.l1.Clear()
@@ -72,17 +85,17 @@ func FuzzReadPath(f *testing.F) {
 				}
 			}
 			var r rec
-			check("Get(struct) from Redis", c.Get(bg, "fz", &r))
+			check("Get(struct) from Redis", c.Get(bg, fz, &r))
 			var a any
-			check("Get(any)", c.Get(bg, "fz", &a))
-			_, err := c.GetBytes(bg, "fz")
+			check("Get(any)", c.Get(bg, fz, &a))
+			_, err := c.GetBytes(bg, fz)
 			check("GetBytes", err)
-			_, err = MGet[string](bg, c, []string{"fz", "other"})
+			_, err = MGet[string](bg, c, []string{fz, other})
 			check("MGet", err)
 			// The same bytes found in L1.
 			c.l1.Clear()
-			c.l1.Set("fz", stored, time.Minute)
-			check("Get(any) from L1", c.Get(bg, "fz", &a))
+			c.l1.Set(fz, stored, time.Minute)
+			check("Get(any) from L1", c.Get(bg, fz, &a))
 		}
 	})
 }
