@@ -92,6 +92,9 @@ func fail(op string, err error) error {
 func describe(err error) string {
 	var re redis.Error
 	if errors.As(err, &re) {
+		if safeReplies[re.Error()] {
+			return re.Error()
+		}
 		code, _, _ := strings.Cut(re.Error(), " ")
 		if !isReplyCode(code) {
 			return "Redis error reply"
@@ -135,6 +138,16 @@ var replyCodes = map[string]string{
 	"NOSCRIPT":    "no matching script",
 	"EXECABORT":   "transaction discarded because of previous errors",
 	"ERR":         "(Redis error reply; its text may quote arguments and is omitted)",
+}
+
+// safeReplies are whole error replies whose text is fixed by Redis (no
+// argument in it), kept as they are because operators act on them.
+var safeReplies = map[string]bool{
+	"ERR DB index is out of range":                   true,
+	"ERR invalid password":                           true,
+	"ERR Client sent AUTH, but no password is set":   true,
+	"ERR max number of clients reached":              true,
+	"ERR This instance has cluster support disabled": true,
 }
 
 // isReplyCode reports whether s looks like a Redis error code: 2 to 16

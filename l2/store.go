@@ -2,7 +2,9 @@ package l2
 
 import (
 	"context"
+	"net"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +78,12 @@ func Open(rawURL string, timeout time.Duration) (redis.UniversalClient, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, &urlError{reason: "bad host, port, database number or query option"}
+	}
+	if opts.Network == "tcp" {
+		_, port, err := net.SplitHostPort(opts.Addr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return nil, &urlError{reason: "port must be a number from 1 to 65535"}
+		}
 	}
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1

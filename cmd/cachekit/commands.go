@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -47,7 +48,7 @@ var cmdGet = &command{
 		return withClient(g, e.getenv, true, func(c *cachekit.Client) error {
 			var raw rawValue
 			if err := c.Get(ctx, args[0], &raw); err != nil {
-				return explainEntry(ctx, c, args[0], err)
+				return explainEntry(ctx, g, c, args[0], err)
 			}
 			if len(raw.b) == 0 {
 				// The client checked the payload is exactly one document; its
@@ -101,9 +102,14 @@ var cmdSet = &command{
 		if _, err := protocol.NormalizeTTL(g.ttl); err != nil {
 			return usageErrorf("set: --ttl must be between 1s and 720h")
 		}
-		return withClient(g, e.getenv, true, func(c *cachekit.Client) error {
+		err = withClient(g, e.getenv, true, func(c *cachekit.Client) error {
 			return c.SetWithTTL(ctx, args[0], v, g.ttl)
 		})
+		if err == nil && !g.secure && e.getenv(envMasterKey) != "" {
+			// After the write, so a failure stays one line on stderr.
+			fmt.Fprintf(e.stderr, "cachekit: warning: $%s is set but --secure was not given: the value was written unencrypted\n", envMasterKey)
+		}
+		return err
 	},
 }
 
@@ -240,13 +246,21 @@ var cmdKeygen = &command{
 // explainEntry refines an entry that failed to open: when its bytes are a
 // cachekit-py CK frame the error says so, since that is a mode mismatch
 // rather than damage.
-func explainEntry(ctx context.Context, c *cachekit.Client, key string, err error) error {
+func explainEntry(ctx context.Context, g *globalFlags, c *cachekit.Client, key string, err error) error {
 	var ee *cachekit.EntryError
-	if !errors.As(err, &ee) || errors.Is(err, cachekit.ErrAuthFailed) {
+	if !errors.As(err, &ee) {
 		return err
 	}
-	if b, rerr := c.RawGet(ctx, key); rerr == nil && isPythonFrame(b) {
+	b, rerr := c.RawGet(ctx, key)
+	switch {
+	case rerr != nil:
+		return err
+	case isPythonFrame(b):
 		return integrityErrorf("entry %s: written by the Python SDK in auto mode (CK frame); only cachekit-py reads it", ee.KeyDigest)
+	case g.secure && looksPlain(g, b):
+		return integrityErrorf("entry %s: stored unencrypted (plaintext); read it without --secure", ee.KeyDigest)
+	case !g.secure && !looksPlain(g, b) && len(b) >= encryption.Overhead:
+		return integrityErrorf("entry %s: does not read as plaintext and looks encrypted; pass --secure (with its key and --tenant)", ee.KeyDigest)
 	}
 	return err
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,6 +77,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if errors.Is(err, flag.ErrHelp) {
 		printCommandUsage(stdout, cmd)
 		return exitOK
+	}
+	if err != nil && strings.Contains(err.Error(), "flag -ttl") {
+		return fail(stderr, usageErrorf("%s: --ttl takes a Go duration such as 10m, 1h or 30s (a bare number has no unit)", cmd.name))
 	}
 	if err != nil {
 		return fail(stderr, usageErrorf("%s: %v (see `cachekit %s -h`)", cmd.name, err, cmd.name))

@@ -59,7 +59,7 @@ non-string keys print as {"$map":[[k,v],...]}, extensions as
 
 const exitHelp = `Exit codes: 0 ok, 1 not found, 2 usage or configuration error,
 3 integrity or authentication failure (tampered, wrong key or tenant, entry moved
-from another key, unreadable entry), 4 Redis unavailable.`
+from another key, unreadable entry, not a CacheKit entry), 4 Redis unavailable.`
 
 // printMainUsage writes `cachekit -h`.
 func printMainUsage(w io.Writer) {
