@@ -19,7 +19,7 @@ func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, e
 	out := make(map[string]T, len(keys))
 	err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
 		var v T
-		if err := decodeInto(payload, &v); err != nil {
+		if err := c.decode(payload, &v); err != nil {
 			return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 		}
 		out[key] = v

@@ -68,6 +68,9 @@ func (c *Client) encodeValue(s *scratch, value any) ([]byte, error) {
 		if derr != nil {
 			return nil, derr
 		}
+		if generic, derr = canonicalTree(generic); derr != nil {
+			return nil, derr
+		}
 		if out, err = protocol.AppendCanonicalValue(s.value[:0], generic); err != nil {
 			return nil, err
 		}
@@ -109,6 +112,15 @@ func appendMsgpack(dst []byte, value any) ([]byte, error) {
 		return nil, fmt.Errorf("cachekit: encode value: %w", err)
 	}
 	return out, nil
+}
+
+// decode decodes a checked payload into dst the way this Client's mode
+// wrote it.
+func (c *Client) decode(payload []byte, dst any) error {
+	if c.interop {
+		return decodeInterop(payload, dst)
+	}
+	return decodeInto(payload, dst)
 }
 
 // decodeInto decodes a checked msgpack payload into dst.

@@ -131,7 +131,7 @@ func (c *Client) Get(ctx context.Context, key string, dst any) error {
 	if err != nil {
 		return err
 	}
-	if err := decodeInto(payload, dst); err != nil {
+	if err := c.decode(payload, dst); err != nil {
 		return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 	}
 	return nil

@@ -207,7 +207,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 	s := getScratch()
 	payload, tier, remaining, err := c.loadTTL(ctx, s, key, true)
 	if err == nil {
-		if derr := decodeInto(payload, &v); derr != nil {
+		if derr := c.decode(payload, &v); derr != nil {
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: derr}
 		}
 	}

@@ -1,0 +1,179 @@
+package cachekit
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// Interop values are the protocol's canonical MessagePack, written by every
+// SDK. A reader must take any well-formed document (padded widths, unsorted
+// keys, float32, non-string map keys, ext types), and times travel as the
+// temporal sentinel map {"__datetime__": true, "value": <ISO-8601>}. The
+// functions here bridge that to Go: decodeInterop reads through the
+// protocol's generic decoder and revives sentinels into time.Time;
+// canonicalTree turns a value the Go encoder produced (times as the
+// timestamp extension) into one the canonical writer takes.
+
+// decodeInterop decodes an interop payload into dst. A typed destination
+// first tries the plain decoder (most documents are plain); *any, and any
+// document the plain decoder refuses (a datetime sentinel for a time.Time,
+// a non-string map key, an ext), go through the generic decoder.
+func decodeInterop(payload []byte, dst any) error {
+	if _, isAny := dst.(*any); !isAny && decodeInto(payload, dst) == nil {
+		return nil
+	}
+	v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
+	if err != nil {
+		return err
+	}
+	v = reviveTimes(v)
+	if p, ok := dst.(*any); ok {
+		*p = v
+		return nil
+	}
+	// A typed destination: re-encode the revived tree with the Go encoder
+	// (times as its timestamp extension) and decode that into dst.
+	raw, err := appendMsgpack(nil, goTree(v))
+	if err != nil {
+		return err
+	}
+	return decodeInto(raw, dst)
+}
+
+// reviveTimes replaces every datetime sentinel map in v with its time.Time.
+func reviveTimes(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if t, ok := sentinelTime(x); ok {
+			return t
+		}
+		for k, e := range x {
+			x[k] = reviveTimes(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = reviveTimes(e)
+		}
+	case protocol.Map:
+		for i := range x {
+			x[i].Value = reviveTimes(x[i].Value)
+		}
+	}
+	return v
+}
+
+// sentinelTime parses {"__datetime__": true, "value": "<ISO-8601>"}.
+func sentinelTime(m map[string]any) (time.Time, bool) {
+	if len(m) != 2 || m["__datetime__"] != true {
+		return time.Time{}, false
+	}
+	s, ok := m["value"].(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// goTree makes a decoded tree encodable by the Go encoder: a Map with
+// comparable keys becomes map[any]any, an Ext becomes its raw encoding.
+func goTree(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = goTree(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = goTree(e)
+		}
+		return out
+	case protocol.Map:
+		out := make(map[any]any, len(x))
+		for _, e := range x {
+			switch e.Key.(type) {
+			case []byte, []any, map[string]any, protocol.Map, protocol.Ext:
+				continue // not a Go map key; a typed destination cannot hold it
+			}
+			out[e.Key] = goTree(e.Value)
+		}
+		return out
+	case protocol.Ext:
+		return msgpack.RawMessage(appendExt(nil, x))
+	}
+	return v
+}
+
+// appendExt writes x as a MessagePack ext (ext 8/16/32 form).
+func appendExt(dst []byte, x protocol.Ext) []byte {
+	n := len(x.Data)
+	switch {
+	case n <= 0xff:
+		dst = append(dst, 0xc7, byte(n))
+	case n <= 0xffff:
+		dst = append(dst, 0xc8)
+		dst = binary.BigEndian.AppendUint16(dst, uint16(n))
+	default:
+		dst = append(dst, 0xc9)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	}
+	return append(append(dst, byte(x.Type)), x.Data...)
+}
+
+// canonicalTree turns a generic tree decoded from the Go encoder's output
+// into one the canonical writer takes: the timestamp extension (-1, how the
+// Go encoder writes time.Time, struct fields included) becomes time.Time,
+// which the canonical writer turns into the datetime sentinel.
+func canonicalTree(v any) (any, error) {
+	switch x := v.(type) {
+	case []any:
+		for i, e := range x {
+			var err error
+			if x[i], err = canonicalTree(e); err != nil {
+				return nil, err
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			c, err := canonicalTree(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = c
+		}
+	case protocol.Ext:
+		if x.Type != -1 {
+			return nil, fmt.Errorf("cachekit: interop: extension type %d has no canonical form", x.Type)
+		}
+		return timestampExt(x.Data)
+	}
+	return v, nil
+}
+
+// timestampExt decodes the MessagePack timestamp extension's data (4, 8 or
+// 12 bytes).
+func timestampExt(b []byte) (time.Time, error) {
+	switch len(b) {
+	case 4:
+		return time.Unix(int64(binary.BigEndian.Uint32(b)), 0).UTC(), nil
+	case 8:
+		v := binary.BigEndian.Uint64(b)
+		return time.Unix(int64(v&(1<<34-1)), int64(v>>34)).UTC(), nil
+	case 12:
+		return time.Unix(int64(binary.BigEndian.Uint64(b[4:])), int64(binary.BigEndian.Uint32(b))).UTC(), nil
+	}
+	return time.Time{}, errors.New("cachekit: interop: malformed timestamp extension")
+}
