@@ -29,7 +29,7 @@ func TestKeyDigestIsKeyed(t *testing.T) {
 	if other.KeyDigest(key) == a.KeyDigest(key) || p1.KeyDigest(key) == p2.KeyDigest(key) {
 		t.Fatal("digests agree across tenants, or across keyless Clients")
 	}
-	if p1.KeyDigest(key) != p1.KeyDigest(key) || p1.KeyDigest(key) == p1.KeyDigest(key+"x") {
+	if first, again := p1.KeyDigest(key), p1.KeyDigest(key); first != again || first == p1.KeyDigest(key+"x") {
 		t.Fatal("a Client's digest is not stable, or not per key")
 	}
 }
