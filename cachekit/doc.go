@@ -1,6 +1,7 @@
 // Package cachekit is an encrypted two-level cache client: an in-process L1
-// (ristretto) in front of Redis (L2), speaking the CacheKit protocol so that
-// entries are byte-compatible with the Python, Rust and TypeScript SDKs.
+// (ristretto) in front of Redis (L2), speaking the CacheKit protocol; in
+// interop mode (Options.Interop) entries are byte-compatible with the
+// Python, Rust and TypeScript SDKs.
 //
 // # What is stored
 //
@@ -16,13 +17,15 @@
 //
 // L1 holds exactly the bytes L2 holds: with encryption on, the process heap
 // keeps only ciphertext, and each L1 hit is decrypted on the caller's
-// goroutine (no goroutine, channel or lock on that path once keys exist).
+// goroutine (no goroutine or channel on that path once keys exist, and no
+// lock but for the few hits per key reported to ristretto's admission).
 //
 // # Guarantees
 //
 //   - Read-your-write: once Set returns nil, a Get in the same process sees
 //     the new value or a later one (unless L1 admission rejected it in
-//     L1-only mode, which Stats counts).
+//     L1-only mode, which Stats counts, or, under Reliability.FailOpen, the
+//     write was absorbed, which ReliabilityStats counts as Degraded).
 //   - L1 never serves what Redis no longer holds because of this process:
 //     every L1 write after a Redis round trip lands only if no Set, Delete,
 //     invalidation or flush of the key overlapped it, and an L1 entry never
@@ -35,14 +38,17 @@
 //   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
 //     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
 //   - Logs and errors never contain key material, values or raw cache keys;
-//     keys appear only as Client.KeyDigest, a digest keyed by the master key.
+//     keys appear only as Client.KeyDigest, a keyed digest (derived from a static master key, else
+//     random per Client).
 //
 // # Threat model
 //
 // Redis (and whoever can read or write it) is not trusted with values: it
 // sees key names, sizes and timing, but values are confidential and tamper-
-// evident. The process holding the master key is trusted: raw key bytes are
-// zeroed once the keys are derived, and Close makes the derived keys
+// evident. The process holding the master key is trusted: the Client's own
+// copies of raw key bytes are zeroed once the keys are derived (the slice in
+// Options.Encryption is the caller's: clear it after New if you want it
+// gone), and Close makes the derived keys
 // unreachable (the AES key schedules themselves cannot be wiped in Go; the
 // garbage collector reclaims them).
 //

@@ -12,7 +12,10 @@ import (
 var (
 	// ErrNotFound: the key is in neither tier (or has expired).
 	ErrNotFound = errors.New("cachekit: not found")
-	// ErrClosed: the Client was closed; every call after Close returns it.
+	// ErrClosed: the Client was closed; every cache operation after Close
+	// (Get, Set, Delete, MGet, MSet, Exists, TTL, Ping, Warm, GetOrLoad...)
+	// returns it. Close itself stays idempotent, and Stats, KeyDigest and
+	// the other read-only accessors keep working.
 	ErrClosed = errors.New("cachekit: client closed")
 	// ErrAuthFailed: an entry did not authenticate under this client's keys,
 	// tenant and cache key (tampered, moved from another key, written for
@@ -39,7 +42,8 @@ var (
 
 // BackendError reports a failed Redis operation: Op names it ("get", "set",
 // ...), Err is the cause (context errors stay matchable with errors.Is).
-// It never carries keys or values.
+// Its message never contains keys or values; Err is go-redis's error as it
+// came, so do not log Err on its own.
 type BackendError = l2.BackendError
 
 // ProviderError reports that Options.Encryption's KeyProvider failed (or

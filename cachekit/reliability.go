@@ -27,10 +27,12 @@ var ErrOverloaded = errors.New("cachekit: too many redis operations in flight")
 // default; Options.Reliability == nil turns the whole stack off.
 type Reliability struct {
 	// FailOpen degrades Redis failures instead of returning them: a failed
-	// read is a miss (the error matches both ErrNotFound and *BackendError,
-	// and GetOrLoad loads), a failed write is absorbed with a rate-limited
-	// warning (the value is then in neither tier). Delete still returns its
-	// error. Default: false (fail closed: the *BackendError is returned);
+	// Get, GetBytes, AppendValue or GetOrLoad read is a *MissError (it
+	// matches both ErrNotFound and *BackendError, and GetOrLoad loads); MGet
+	// leaves the keys it could not read out of its result; a failed write
+	// (Set, MSet, a load's store) is absorbed with a rate-limited warning
+	// (the value is then in neither tier). Delete, Exists and TTL still
+	// return their error. Default: false (fail closed: the *BackendError is returned);
 	// the production preset sets true.
 	FailOpen bool
 

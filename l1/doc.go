@@ -4,9 +4,10 @@
 //
 // # What it holds
 //
-// The CacheKit client puts only sealed bytes here (AES-256-GCM ciphertext of
-// the ByteStorage envelope); l1 never sees keys or plaintext and does not
-// interpret the bytes. An entry costs the length of its value; MaxBytes bounds
+// The CacheKit client puts here exactly the bytes it stores in Redis
+// (AES-256-GCM ciphertext with encryption on; the envelope or plain msgpack
+// without it), under the caller's cache keys; l1 never sees key material
+// and does not interpret the bytes. An entry costs the length of its value; MaxBytes bounds
 // the sum. Admission and eviction are ristretto's TinyLFU/sampled LFU.
 //
 // # Reads

@@ -19,7 +19,8 @@
 // GET and PTTL. MGet is a single MGET on a standalone server; on a
 // *redis.ClusterClient the keys are grouped by hash slot (CRC16 of the hash
 // tag, as Redis Cluster places them) and one MGET per slot goes out in one
-// pipeline. MGetWithTTL adds one PTTL per key to the same pipeline. MSet
+// pipeline. MGetWithTTL adds one PTTL per key to the same pipeline on a
+// standalone server; on a cluster it sends one GET+PTTL script per slot. MSet
 // pipelines SET PX per item. TryLock is SET NX PX and Unlock a
 // compare-and-delete Lua script.
 //

@@ -42,7 +42,8 @@
 // slice, append to it, and allocate nothing when dst already has the
 // capacity they document. On error they return dst unchanged.
 //
-// Errors are *FormatError values whose Op names the codec and whose cause is
+// Errors of the byte codecs (TTL errors aside: they match ErrInvalidTTL
+// only) are *FormatError values whose Op names the codec and whose cause is
 // one of the package's sentinels (ErrMalformed, ErrTooLarge, ErrChecksum,
 // ...), for errors.Is. Their text describes the defect, never the data:
 // no key material, plaintext or raw cache key appears in an error.

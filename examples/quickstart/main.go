@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"time"
@@ -28,6 +29,13 @@ type Session struct {
 }
 
 func main() {
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run is the quickstart; the test runs it too.
+func run(out io.Writer) error {
 	ctx := context.Background()
 	keyHex := os.Getenv(cachekit.MasterKeyEnv)
 	if keyHex == "" {
@@ -37,30 +45,36 @@ func main() {
 	}
 	opts, err := cachekit.Secure(keyHex)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	opts.RedisURL = os.Getenv(cachekit.RedisURLEnv)
+	if opts.RedisURL == "" {
+		// In-process only: stale-while-revalidate and invalidation need
+		// Redis, and New refuses them without it.
+		opts.SWR, opts.Invalidation = nil, nil
+	}
 	opts.KeyPrefix = "quickstart:"
 	client, err := cachekit.New(opts)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer client.Close()
 
 	s := Session{UserID: 42, Email: "ada@example.com", Roles: []string{"admin"}, ExpiresAt: time.Now().Add(time.Hour).UTC()}
 	if err := client.SetWithTTL(ctx, "session:abc", s, 10*time.Minute); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	got, err := cachekit.Get[Session](ctx, client, "session:abc")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	tier := "L1 only"
 	if opts.RedisURL != "" {
 		tier = "L1 + Redis"
 	}
-	fmt.Printf("mode: %s, encrypted: %v\n", tier, client.Encrypted())
-	fmt.Printf("read back: user %d (%s), roles %v\n", got.UserID, got.Email, got.Roles)
+	fmt.Fprintf(out, "mode: %s, encrypted: %v\n", tier, client.Encrypted())
+	fmt.Fprintf(out, "read back: user %d (%s), roles %v\n", got.UserID, got.Email, got.Roles)
 	st := client.Stats()
-	fmt.Printf("stats: L1 hits %d, encryptions %d, key fingerprint %s\n", st.L1Hits, st.Encryptions, st.KeyFingerprint)
+	fmt.Fprintf(out, "stats: L1 hits %d, encryptions %d, key fingerprint %s\n", st.L1Hits, st.Encryptions, st.KeyFingerprint)
+	return nil
 }
