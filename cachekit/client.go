@@ -24,6 +24,10 @@ type Client struct {
 	defaultTTL  time.Duration
 	lockTTL     time.Duration
 	loadTimeout time.Duration
+	// maxValue bounds encoded values (Options.MaxValueBytes); limits is the
+	// read path's decode bound built from it.
+	maxValue int
+	limits   protocol.DecodeLimits
 
 	enc *encryption.Manager // nil: encryption off
 	// aad holds the tenant, prefix, format and compressed components of
@@ -85,6 +89,11 @@ func New(opts Options) (*Client, error) {
 	if c.loadTimeout == 0 {
 		c.loadTimeout = defaultLoadTimeout
 	}
+	c.maxValue = opts.MaxValueBytes
+	if c.maxValue == 0 {
+		c.maxValue = defaultMaxValueBytes
+	}
+	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

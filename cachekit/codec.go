@@ -38,9 +38,12 @@ func (c *Client) encode(s *scratch, value any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(out) > c.maxValue {
+		return nil, fmt.Errorf("%w: %d bytes encoded, MaxValueBytes %d", ErrValueTooLarge, len(out), c.maxValue)
+	}
 	// Refuse what no Get could read back (nesting past the decoder's depth
 	// bound, more than its size bound) before anything is written.
-	if err := protocol.CheckMsgpack(out, protocol.DefaultDecodeLimits); err != nil {
+	if err := protocol.CheckMsgpack(out, c.limits); err != nil {
 		return nil, fmt.Errorf("cachekit: value would not read back: %w", err)
 	}
 	return out, nil

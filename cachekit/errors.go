@@ -35,6 +35,9 @@ var (
 	// ErrNotBytes: GetBytes or AppendValue found a value that is not a
 	// msgpack bin (it was not stored from a []byte).
 	ErrNotBytes = errors.New("cachekit: value is not a byte string")
+	// ErrValueTooLarge: a value to store encodes to more than
+	// Options.MaxValueBytes. Returned before any I/O; nothing stored changes.
+	ErrValueTooLarge = errors.New("cachekit: value larger than MaxValueBytes")
 	// ErrInvalidDestination: Get was given a nil or non-pointer dst, a
 	// programming error reported before any I/O.
 	ErrInvalidDestination = errors.New("cachekit: destination must be a non-nil pointer")

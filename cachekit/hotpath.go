@@ -339,12 +339,12 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 	}
 	if c.compressed {
 		var err error
-		if s.value, err = protocol.OpenEnvelope(s.value[:0], body); err != nil {
+		if s.value, err = protocol.OpenEnvelopeMax(s.value[:0], body, c.maxValue); err != nil {
 			return nil, err
 		}
 		body = s.value
 	}
-	if err := protocol.CheckMsgpack(body, protocol.DefaultDecodeLimits); err != nil {
+	if err := protocol.CheckMsgpack(body, c.limits); err != nil {
 		return nil, err
 	}
 	return body, nil

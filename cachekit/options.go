@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 // MasterKeyEnv is the environment variable the Secure preset reads the hex
@@ -108,6 +109,15 @@ type Options struct {
 	// with this lease. Default: 0 (in-process single-flight only).
 	LockTTL time.Duration
 
+	// MaxValueBytes bounds a value's encoded (msgpack) size, in both
+	// directions: Set, MSet and a load's store refuse a larger value with an
+	// error matching ErrValueTooLarge before compressing, encrypting or
+	// sending anything; a read refuses an entry that claims to be larger
+	// before allocating for it (one hostile entry cannot make every Get
+	// allocate hundreds of MiB). At most 512 MiB, the protocol's limit.
+	// Default: 0, which New treats as 64 MiB.
+	MaxValueBytes int
+
 	// LoadTimeout bounds each GetOrLoad loader run, in the foreground or as
 	// an SWR refresh: the loader's ctx ends when it has passed, when Close
 	// is called, or (foreground) when every caller waiting for the load has
@@ -150,6 +160,9 @@ type Options struct {
 	// are recorded at all, and the hot path pays nothing).
 	MeterProvider metric.MeterProvider
 }
+
+// defaultMaxValueBytes is used when Options.MaxValueBytes is zero.
+const defaultMaxValueBytes = 64 << 20
 
 // defaultLoadTimeout is used when Options.LoadTimeout is zero.
 const defaultLoadTimeout = 30 * time.Second
@@ -243,6 +256,8 @@ func (o *Options) validate() error {
 		return configErr("LockTTL is negative")
 	case o.LoadTimeout < 0:
 		return configErr("LoadTimeout is negative")
+	case o.MaxValueBytes < 0 || o.MaxValueBytes > protocol.MaxEnvelopeOriginalSize:
+		return configErr("MaxValueBytes must be within [0, 512 MiB]")
 	case o.RequireEncryption && o.Encryption == nil:
 		return configErr("encryption is required (secure preset) but Options.Encryption is nil")
 	case o.Interop && o.KeyPrefix != "":

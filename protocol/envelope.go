@@ -159,6 +159,18 @@ func OpenEnvelope(dst, env []byte) ([]byte, error) {
 	return openEnvelope(dst, env, defaultEnvelopeLimits)
 }
 
+// OpenEnvelopeMax is OpenEnvelope with a lower cap on the original size: an
+// envelope claiming more than maxOriginal bytes is refused with ErrTooLarge
+// before anything is allocated or decompressed. maxOriginal <= 0, or above
+// MaxEnvelopeOriginalSize, means MaxEnvelopeOriginalSize.
+func OpenEnvelopeMax(dst, env []byte, maxOriginal int) ([]byte, error) {
+	lim := defaultEnvelopeLimits
+	if maxOriginal > 0 && uint64(maxOriginal) < lim.maxOriginal {
+		lim.maxOriginal = uint64(maxOriginal)
+	}
+	return openEnvelope(dst, env, lim)
+}
+
 func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
 	var r rawEnvelope
 	if err := readEnvelope(env, lim, &r); err != nil {

@@ -237,3 +237,21 @@ func TestEnvelopeRatioEdge(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenEnvelopeMax: the caller's cap refuses a larger original before
+// decompressing; 0 means the protocol's cap.
+func TestOpenEnvelopeMax(t *testing.T) {
+	orig := make([]byte, 4096)
+	env, err := SealEnvelope(nil, orig, FormatMsgpack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenEnvelopeMax(nil, env, 4095); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("cap 4095 on a 4096-byte original: %v, want ErrTooLarge", err)
+	}
+	for _, max := range []int{4096, 0, -1} {
+		if out, err := OpenEnvelopeMax(nil, env, max); err != nil || len(out) != 4096 {
+			t.Fatalf("cap %d: %d bytes, %v", max, len(out), err)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package cachekit
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// TestMaxValueBytes: a value encoding to more than MaxValueBytes is refused
+// at Set before any I/O, and an entry claiming to be larger (here: a real
+// 8 MiB envelope of zeros, about 32 KiB stored, that a reader limited to 1 MiB
+// meets) is refused before the reader allocates for it.
+func TestMaxValueBytes(t *testing.T) {
+	_, rdb := withRedis(t)
+	small := newClient(t, Options{Redis: rdb, MaxValueBytes: 1 << 20})
+	big := make([]byte, 2<<20)
+	if err := small.Set(bg, "k", big); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("Set of 2 MiB with MaxValueBytes 1 MiB = %v, want ErrValueTooLarge", err)
+	}
+	if n, _ := rdb.Exists(bg, "k").Result(); n != 0 {
+		t.Fatal("a refused value reached Redis")
+	}
+
+	env, err := protocol.SealEnvelope(nil, append([]byte{0xc6, 0, 0x80, 0, 0}, make([]byte, 8<<20)...), protocol.FormatMsgpack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(bg, "bomb", env, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stored %d bytes claiming %d", len(env), 8<<20+5)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = small.GetBytes(bg, "bomb")
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, protocol.ErrTooLarge) {
+		t.Fatalf("reading an 8 MiB entry with MaxValueBytes 1 MiB = %v, want ErrTooLarge", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Fatalf("the refused read allocated %d bytes", grew)
+	}
+	// The default limit reads it.
+	def := newClient(t, Options{Redis: rdb})
+	if b, err := def.GetBytes(bg, "bomb"); err != nil || len(b) != 8<<20 {
+		t.Fatalf("default MaxValueBytes (64 MiB): %d bytes, %v", len(b), err)
+	}
+	if _, err := New(Options{L1MaxBytes: 1, MaxValueBytes: 600 << 20}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("MaxValueBytes above 512 MiB: %v, want ErrConfig", err)
+	}
+}
