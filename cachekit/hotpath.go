@@ -364,11 +364,12 @@ func (c *Client) appendAAD(s *scratch, key string) ([]byte, error) {
 
 // notTheEntry reports whether an open failed for a reason that says nothing
 // about the entry: the Client closed, the caller gave up, or the keys could
-// not be derived (a KeyProvider failure). Such an entry is neither evicted
-// nor counted nor reloaded over.
+// not be derived (a KeyProvider that failed, or returned keys the keyring
+// refuses). Such an entry is neither evicted nor counted nor reloaded over.
 func notTheEntry(ctx context.Context, err error) bool {
 	var pe *ProviderError
-	return errors.Is(err, ErrClosed) || ctx.Err() != nil || errors.As(err, &pe)
+	return errors.Is(err, ErrClosed) || ctx.Err() != nil || errors.As(err, &pe) ||
+		errors.Is(err, encryption.ErrInvalidConfig)
 }
 
 // openErr classifies a decryption failure: ErrClosed for a closed

@@ -1,6 +1,7 @@
 package cachekit
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,7 +26,9 @@ import (
 // document the plain decoder refuses (a datetime sentinel for a time.Time,
 // a non-string map key, an ext), go through the generic decoder.
 func decodeInterop(payload []byte, dst any) error {
-	if _, isAny := dst.(*any); !isAny && decodeInto(payload, dst) == nil {
+	// Only a document without datetime sentinels may take the plain
+	// decoder: it would hand a sentinel to a map or an any field as a map.
+	if _, isAny := dst.(*any); !isAny && !bytes.Contains(payload, sentinelKey) && decodeInto(payload, dst) == nil {
 		return nil
 	}
 	v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
@@ -39,12 +42,19 @@ func decodeInterop(payload []byte, dst any) error {
 	}
 	// A typed destination: re-encode the revived tree with the Go encoder
 	// (times as its timestamp extension) and decode that into dst.
-	raw, err := appendMsgpack(nil, goTree(v))
+	tree, err := goTree(v)
+	if err != nil {
+		return err
+	}
+	raw, err := appendMsgpack(nil, tree)
 	if err != nil {
 		return err
 	}
 	return decodeInto(raw, dst)
 }
+
+// sentinelKey is the msgpack encoding of the datetime sentinel's key.
+var sentinelKey = append([]byte{0xa0 | byte(len("__datetime__"))}, "__datetime__"...)
 
 // reviveTimes replaces every datetime sentinel map in v with its time.Time.
 func reviveTimes(v any) any {
@@ -85,36 +95,49 @@ func sentinelTime(m map[string]any) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// goTree makes a decoded tree encodable by the Go encoder: a Map with
-// comparable keys becomes map[any]any, an Ext becomes its raw encoding.
-func goTree(v any) any {
+// goTree makes a decoded tree encodable by the Go encoder: a Map becomes
+// map[any]any (an error when a key cannot be a Go map key: a typed
+// destination cannot hold it, and dropping it would lose data), an Ext its
+// raw encoding.
+func goTree(v any) (any, error) {
 	switch x := v.(type) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = goTree(e)
+			var err error
+			if out[i], err = goTree(e); err != nil {
+				return nil, err
+			}
 		}
-		return out
+		return out, nil
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = goTree(e)
+			t, err := goTree(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = t
 		}
-		return out
+		return out, nil
 	case protocol.Map:
 		out := make(map[any]any, len(x))
 		for _, e := range x {
 			switch e.Key.(type) {
 			case []byte, []any, map[string]any, protocol.Map, protocol.Ext:
-				continue // not a Go map key; a typed destination cannot hold it
+				return nil, errors.New("cachekit: interop: a map key of this type has no Go form; read into *any")
 			}
-			out[e.Key] = goTree(e.Value)
+			t, err := goTree(e.Value)
+			if err != nil {
+				return nil, err
+			}
+			out[e.Key] = t
 		}
-		return out
+		return out, nil
 	case protocol.Ext:
-		return msgpack.RawMessage(appendExt(nil, x))
+		return msgpack.RawMessage(appendExt(nil, x)), nil
 	}
-	return v
+	return v, nil
 }
 
 // appendExt writes x as a MessagePack ext (ext 8/16/32 form).

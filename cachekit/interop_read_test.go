@@ -85,3 +85,35 @@ func TestInteropTimes(t *testing.T) {
 		t.Fatalf("struct round trip = %+v, %v; want at %v", ev, err, want)
 	}
 }
+
+// TestInteropTimesInGenericDestinations: a datetime sentinel revives into
+// time.Time whatever holds it: a map, a slice, an any field of a struct.
+func TestInteropTimesInGenericDestinations(t *testing.T) {
+	_, rdb := withRedis(t)
+	c := newClient(t, Options{Redis: rdb, Interop: true})
+	when := time.Date(2026, 12, 3, 14, 5, 6, 0, time.UTC)
+	if err := c.InteropSet(bg, "t", "m", nil, map[string]any{"at": when, "list": []any{when}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := c.InteropGet(bg, "t", "m", nil, &m); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := m["at"].(time.Time); !ok || !at.Equal(when) {
+		t.Fatalf("map value: %#v, want time.Time", m["at"])
+	}
+	if l, ok := m["list"].([]any); !ok || len(l) != 1 {
+		t.Fatalf("list: %#v", m["list"])
+	} else if at, ok := l[0].(time.Time); !ok || !at.Equal(when) {
+		t.Fatalf("slice element: %#v, want time.Time", l[0])
+	}
+	var s struct {
+		At any `msgpack:"at"`
+	}
+	if err := c.InteropGet(bg, "t", "m", nil, &s); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := s.At.(time.Time); !ok || !at.Equal(when) {
+		t.Fatalf("any field: %#v, want time.Time", s.At)
+	}
+}

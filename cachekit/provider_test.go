@@ -50,3 +50,27 @@ func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
 		t.Fatalf("Get once the vault answers = %q, %v", v, err)
 	}
 }
+
+// TestProviderBadKeysAreNotACorruptEntry: a provider that answers with keys
+// the keyring refuses (a 16-byte key) is a configuration problem, not a bad
+// entry: no open failure counted, no reload over the valid entry.
+func TestProviderBadKeysAreNotACorruptEntry(t *testing.T) {
+	_, rdb := withRedis(t)
+	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	if err := w.Set(bg, "k", "valid"); err != nil {
+		t.Fatal(err)
+	}
+	provider := func(context.Context) (encryption.Keys, error) {
+		return encryption.Keys{Current: make([]byte, 16)}, nil
+	}
+	r := newClient(t, Options{Redis: rdb, Encryption: &encryption.Config{Provider: provider}})
+	loaded := false
+	_, err := GetOrLoad(bg, r, "k", time.Minute, func(context.Context) (string, error) { loaded = true; return "x", nil })
+	var ee *EntryError
+	if err == nil || errors.As(err, &ee) || loaded || !errors.Is(err, encryption.ErrInvalidConfig) {
+		t.Fatalf("GetOrLoad with a provider returning a 16-byte key = %v (loader ran: %v)", err, loaded)
+	}
+	if st := r.Stats(); st.L2OpenFailures != 0 {
+		t.Fatalf("counted %d open failures", st.L2OpenFailures)
+	}
+}

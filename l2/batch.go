@@ -112,10 +112,12 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 }
 
 // mgetTTLScript returns, for each of KEYS, its value and its PTTL (false
-// and -2 for a missing key), read atomically.
+// and -2 for a missing key, and for a key of another type, as MGET reports
+// it), read atomically.
 const mgetTTLScript = `local out = {}
 for i, k in ipairs(KEYS) do
-  local v = redis.call('GET', k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' and v.err then v = false end
   if v then
     out[2*i-1] = v
     out[2*i] = redis.call('PTTL', k)

@@ -141,7 +141,7 @@ func TestClusterMGetAndDeleteGroupBySlot(t *testing.T) {
 func TestClusterMGetWithTTL(t *testing.T) {
 	rdb := clusterNode(t)
 	s := New(rdb)
-	keys := []string{"a", "b", "missing", "forever", "{a}x"}
+	keys := []string{"a", "b", "missing", "forever", "{a}x", "hash"}
 	for _, k := range []string{"a", "b", "{a}x"} {
 		if err := s.Set(bg, k, []byte("v-"+k), time.Minute); err != nil {
 			t.Fatal(err)
@@ -150,15 +150,18 @@ func TestClusterMGetWithTTL(t *testing.T) {
 	if err := rdb.Set(bg, "forever", "v-forever", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	if err := rdb.HSet(bg, "hash", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
 	vals, ttls, err := s.MGetWithTTL(bg, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, k := range keys {
 		switch k {
-		case "missing":
+		case "missing", "hash": // a key of another type reads as missing, as MGET has it
 			if vals[i] != nil {
-				t.Errorf("missing key read %q", vals[i])
+				t.Errorf("%s read %q", k, vals[i])
 			}
 		case "forever":
 			if string(vals[i]) != "v-forever" || ttls[i] != 0 {

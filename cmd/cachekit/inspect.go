@@ -67,7 +67,7 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 	if g.secure {
 		r.line("key digest", "%s", c.KeyDigest(key))
 	} else {
-		r.line("key digest", "%s (pass --secure with the application's key to get the digest its logs show)", c.KeyDigest(key))
+		r.line("key digest", "unavailable without --secure (the digest logs show is keyed by the master key)")
 	}
 	r.line("mode", "%s", modeName(g))
 	r.line("stored size", "%d bytes", len(stored))
