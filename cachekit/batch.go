@@ -3,6 +3,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/l2"
@@ -34,6 +35,9 @@ func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, e
 func (c *Client) mget(ctx context.Context, keys []string, found func(key string, payload []byte, tier Tier) error) error {
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if slices.Contains(keys, "") {
+		return errEmptyKey
 	}
 	s := getScratch()
 	defer putScratch(s)

@@ -27,6 +27,7 @@ type Client struct {
 	// maxValue bounds encoded values (Options.MaxValueBytes); limits is the
 	// read path's decode bound built from it.
 	maxValue int
+	maxEntry int // the largest stored entry that can hold maxValue (see open)
 	limits   protocol.DecodeLimits
 
 	enc *encryption.Manager // nil: encryption off
@@ -93,6 +94,7 @@ func New(opts Options) (*Client, error) {
 	if c.maxValue == 0 {
 		c.maxValue = defaultMaxValueBytes
 	}
+	c.maxEntry = c.maxValue + c.maxValue/255 + maxEntryOverhead
 	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
 	if c.log == nil {
 		c.log = slog.Default()

@@ -28,9 +28,18 @@ func TestErrorClasses(t *testing.T) {
 	if _, err := Get[string](bg, down, ""); !errors.As(err, &fe) || errors.As(err, &be) {
 		t.Errorf(`Get("") = %v, want a *FormatError before I/O`, err)
 	}
+	if _, err := MGet[string](bg, down, []string{"a", ""}); !errors.As(err, &fe) || errors.As(err, &be) {
+		t.Errorf(`MGet with "" = %v, want a *FormatError before I/O`, err)
+	}
 	err := down.SetWithTTL(bg, "k", "v", 0)
 	if !errors.Is(err, ErrInvalidTTL) || errors.As(err, &fe) || errors.As(err, &be) {
 		t.Errorf("SetWithTTL(ttl 0) = %v, want ErrInvalidTTL only, before I/O", err)
+	}
+
+	closed := newClient(t, Options{L1MaxBytes: 1 << 10})
+	_ = closed.Close()
+	if err := closed.Get(bg, "k", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get(nil dst) after Close = %v, want ErrClosed", err)
 	}
 
 	// An encrypted entry too short to hold a nonce and a tag does not

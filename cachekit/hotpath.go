@@ -122,6 +122,9 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 // Get decodes the value stored under key into dst, a non-nil pointer. It
 // returns ErrNotFound when neither tier has the key.
 func (c *Client) Get(ctx context.Context, key string, dst any) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
 	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
 		return fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
 	}
@@ -321,6 +324,12 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 // open authenticates and unwraps stored bytes into the msgpack payload. The
 // container is the one this Client is configured for; it never guesses.
 func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	// An entry too large to hold a value within MaxValueBytes (the bound
+	// allows LZ4's worst-case growth, the envelope and the AEAD overhead)
+	// is refused before it is decrypted into a buffer of its size.
+	if len(stored) > c.maxEntry {
+		return nil, &FormatError{Op: "entry", Reason: "larger than MaxValueBytes allows", Err: protocol.ErrTooLarge}
+	}
 	body := stored
 	if c.enc != nil {
 		aad, err := c.appendAAD(s, key)
@@ -371,6 +380,10 @@ func notTheEntry(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrClosed) || ctx.Err() != nil || errors.As(err, &pe) ||
 		errors.Is(err, encryption.ErrInvalidConfig)
 }
+
+// maxEntryOverhead bounds what an entry adds to its value: the envelope's
+// header and LZ4's fixed worst-case growth, and the AEAD's nonce and tag.
+const maxEntryOverhead = 256 + encryption.Overhead
 
 // openErr classifies a decryption failure: ErrClosed for a closed
 // encryptor, and an entry too short to hold a nonce and a tag (an

@@ -43,6 +43,22 @@ func TestMaxValueBytes(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Fatalf("the refused read allocated %d bytes", grew)
 	}
+	// An encrypted entry far larger than the limit is refused before it is
+	// decrypted into a buffer of its size.
+	enc := newClient(t, Options{Redis: rdb, Encryption: encConfig(""), MaxValueBytes: 1 << 20})
+	if err := rdb.Set(bg, "huge", make([]byte, 4<<20), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = enc.GetBytes(bg, "huge")
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, protocol.ErrTooLarge) {
+		t.Fatalf("a 4 MiB encrypted entry with MaxValueBytes 1 MiB = %v, want ErrTooLarge", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20+1<<20 {
+		t.Fatalf("the refused encrypted read allocated %d bytes beyond the reply", grew)
+	}
 	// The default limit reads it.
 	def := newClient(t, Options{Redis: rdb})
 	if b, err := def.GetBytes(bg, "bomb"); err != nil || len(b) != 8<<20 {
