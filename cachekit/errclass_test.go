@@ -49,6 +49,12 @@ func TestErrorClasses(t *testing.T) {
 	if err := rdb.Set(bg, "short", "abcde", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
+	if err := rdb.RPush(bg, "list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get[string](bg, c, "list"); !errors.Is(err, ErrWrongType) || !errors.As(err, &be) {
+		t.Errorf("Get of a list key = %v, want a *BackendError matching ErrWrongType", err)
+	}
 	_, err = Get[string](bg, c, "short")
 	var ee *EntryError
 	if !errors.Is(err, ErrAuthFailed) || !errors.As(err, &ee) {

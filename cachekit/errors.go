@@ -35,6 +35,10 @@ var (
 	// ErrNotBytes: GetBytes or AppendValue found a value that is not a
 	// msgpack bin (it was not stored from a []byte).
 	ErrNotBytes = errors.New("cachekit: value is not a byte string")
+	// ErrWrongType: the key holds a Redis type other than a string (a list,
+	// a hash...), so it is no CacheKit entry; Get and the other single-key
+	// reads return a *BackendError that matches it. It is l2's sentinel.
+	ErrWrongType = l2.ErrWrongType
 	// ErrValueTooLarge: a value to store encodes to more than
 	// Options.MaxValueBytes. Returned before any I/O; nothing stored changes.
 	ErrValueTooLarge = errors.New("cachekit: value larger than MaxValueBytes")

@@ -354,3 +354,22 @@ func noGoroutinesAfterClose(t *testing.T, c *Client) {
 		t.Fatalf("%d goroutines left 1 s after Close:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }
+
+// checkFault logs res as a table row and applies the assertions every fault
+// case shares: no wrong value, every call within its bound, refusals of the
+// open breaker within openBound, and (unless the fault destroys Redis's
+// data, mayLose) every key written before the fault still there.
+func checkFault(t *testing.T, res faultResult, load *faultLoad, mayLose bool) {
+	t.Helper()
+	t.Logf("FAULTROW%s", res.row())
+	if res.Wrong > 0 {
+		t.Fatalf("%d wrong values: %v", res.Wrong, load.wrongs[:min(len(load.wrongs), 5)])
+	}
+	load.checkBounds(t)
+	if res.OpenP99 > openBound {
+		t.Errorf("calls refused by the open breaker: p99 %v, want <= %v", res.OpenP99, openBound)
+	}
+	if res.Lost > 0 && !mayLose {
+		t.Errorf("%d of %d keys written before the fault are gone", res.Lost, res.Total)
+	}
+}

@@ -130,18 +130,7 @@ func runStandaloneFault(t *testing.T, mode string, fc standaloneFault) {
 	res.Recover = rec
 	res.Total = preKeys
 	res.Lost = checkPre(t, c, preKeys)
-	t.Logf("FAULTROW%s", res.row())
-
-	if res.Wrong > 0 {
-		t.Fatalf("%d wrong values: %v", res.Wrong, load.wrongs[:min(len(load.wrongs), 5)])
-	}
-	load.checkBounds(t)
-	if res.OpenP99 > openBound {
-		t.Errorf("calls refused by the open breaker: p99 %v, want <= %v", res.OpenP99, openBound)
-	}
-	if res.Lost > 0 && !fc.losesData {
-		t.Errorf("%d of %d keys written before the fault are gone", res.Lost, preKeys)
-	}
+	checkFault(t, res, load, fc.losesData)
 	st := c.ReliabilityStats()
 	if fc.breakerStays && st.BreakerOpened > 0 {
 		t.Errorf("breaker opened %d times on a fault Redis answers", st.BreakerOpened)

@@ -32,20 +32,22 @@ func presetFor(t *testing.T, mode string) Options {
 	return Production()
 }
 
-// checkFault applies the assertions every fault case shares and logs the row.
-func checkFault(t *testing.T, res faultResult, load *faultLoad) {
-	t.Helper()
-	t.Logf("FAULTROW%s", res.row())
-	if res.Wrong > 0 {
-		t.Fatalf("%d wrong values: %v", res.Wrong, load.wrongs[:min(len(load.wrongs), 5)])
-	}
-	load.checkBounds(t)
-	if res.OpenP99 > openBound {
-		t.Errorf("calls refused by the open breaker: p99 %v, want <= %v", res.OpenP99, openBound)
-	}
-	if res.Lost > 0 {
-		t.Errorf("%d of %d keys written (and replicated) before the fault are gone", res.Lost, res.Total)
-	}
+// clusterClient and failoverClient build go-redis clients as
+// docs/production.md recommends for injected clients: deadlines honoured,
+// no go-redis retries, timeouts within AttemptTimeout; closed with t.
+func clusterClient(t *testing.T, cl *redistest.Cluster) *redis.ClusterClient {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), ContextTimeoutEnabled: true,
+		MaxRetries: -1, DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func failoverClient(t *testing.T, sen *redistest.Sentinel) *redis.Client {
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster,
+		SentinelAddrs: sen.SentinelAddrs(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }
 
 // TestFaultsClusterMasterKill: a 3-master + 3-replica Cluster loses the
@@ -55,15 +57,9 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := redistest.StartClusterReplicas(t, 3, 1)
-			newRDB := func() *redis.ClusterClient {
-				rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), ContextTimeoutEnabled: true,
-					MaxRetries: -1, DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
-				t.Cleanup(func() { _ = rdb.Close() })
-				return rdb
-			}
 			opts := presetFor(t, mode)
-			opts.Redis = newRDB()
-			raw := newRDB()
+			opts.Redis = clusterClient(t, cl)
+			raw := clusterClient(t, cl)
 			c := newClient(t, opts)
 			writePre(t, c, preKeys)
 			cl.WaitReplicated(t)
@@ -86,7 +82,7 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 			t.Logf("served from Redis %v after the kill (probe loop %v)", res.Recover, rec)
 			res.Total = preKeys
 			res.Lost = checkPre(t, c, preKeys)
-			checkFault(t, res, load)
+			checkFault(t, res, load, false)
 			noGoroutinesAfterClose(t, c)
 		})
 	}
@@ -97,15 +93,9 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 // the Client follows ASK and MOVED with no wrong value and nothing lost.
 func TestFaultsClusterReshard(t *testing.T) {
 	cl := redistest.StartClusterReplicas(t, 3, 1)
-	newRDB := func() *redis.ClusterClient {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), ContextTimeoutEnabled: true,
-			MaxRetries: -1, DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
-		t.Cleanup(func() { _ = rdb.Close() })
-		return rdb
-	}
 	opts := Production()
-	opts.Redis = newRDB()
-	raw := newRDB()
+	opts.Redis = clusterClient(t, cl)
+	raw := clusterClient(t, cl)
 	c := newClient(t, opts)
 	// Every key of the load and of the pre-fault set lives in one slot.
 	const tag = "{mig}"
@@ -148,7 +138,7 @@ func TestFaultsClusterReshard(t *testing.T) {
 		}
 	}
 	t.Logf("slot %d moved in %v", slot, moved)
-	checkFault(t, res, load)
+	checkFault(t, res, load, false)
 	if owner := cl.MasterOf(slot); owner != to {
 		t.Fatalf("slot %d owned by %s after the move, want %s", slot, owner, to)
 	}
@@ -162,16 +152,9 @@ func TestFaultsSentinelFailover(t *testing.T) {
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			sen := redistest.StartSentinelN(t, 3)
-			newRDB := func() *redis.Client {
-				rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster,
-					SentinelAddrs: sen.SentinelAddrs(), ContextTimeoutEnabled: true, MaxRetries: -1,
-					DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout})
-				t.Cleanup(func() { _ = rdb.Close() })
-				return rdb
-			}
 			opts := presetFor(t, mode)
-			opts.Redis = newRDB()
-			raw := newRDB()
+			opts.Redis = failoverClient(t, sen)
+			raw := failoverClient(t, sen)
 			c := newClient(t, opts)
 			writePre(t, c, preKeys)
 			sen.WaitReplicated(t)
@@ -190,7 +173,7 @@ func TestFaultsSentinelFailover(t *testing.T) {
 			t.Logf("served from Redis %v after the kill (probe loop %v); new master %s", res.Recover, rec, sen.MasterAddr(t))
 			res.Total = preKeys
 			res.Lost = checkPre(t, c, preKeys)
-			checkFault(t, res, load)
+			checkFault(t, res, load, false)
 			noGoroutinesAfterClose(t, c)
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -243,7 +244,7 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 			return err
 		}
 		wait := delay/2 + rand.N(delay/2+1)
-		if time.Until(deadline) <= wait || !sleepCtx(ctx, wait) {
+		if time.Until(deadline) <= wait || !ctxwait.Sleep(ctx, wait) {
 			return err
 		}
 		delay = min(delay*2, g.cfg.RetryMaxDelay)
@@ -357,18 +358,6 @@ func (g *guard) stop() {
 	g.stopped = true
 	g.mu.Unlock()
 	g.wg.Wait()
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // degradable reports whether a failed L2 call may be degraded under

@@ -26,6 +26,11 @@ var (
 	// ErrClosed reports a call on a Store after Close.
 	ErrClosed = errors.New("l2: store closed")
 
+	// ErrWrongType reports a key that holds a Redis type other than a
+	// string (a list, a hash...): not an entry l2 wrote. errors.Is finds it
+	// through the *BackendError of the command that met it.
+	ErrWrongType = errors.New("l2: key holds another Redis type")
+
 	// ErrInvalidURL reports a Redis URL that Open cannot use. The URL
 	// itself, which may carry a password, is never part of the message.
 	ErrInvalidURL = errors.New("l2: invalid redis URL")
@@ -53,7 +58,8 @@ type BackendError struct {
 	Op  string // operation, e.g. "get"
 	Err error  // underlying cause
 
-	msg string // redacted rendering of Err, when l2 built the error
+	msg       string // redacted rendering of Err, when l2 built the error
+	wrongType bool   // Err is a WRONGTYPE reply: the error matches ErrWrongType
 }
 
 // Error implements error: "l2: <op>: <cause>".
@@ -68,6 +74,9 @@ func (e *BackendError) Error() string {
 // Unwrap returns the cause.
 func (e *BackendError) Unwrap() error { return e.Err }
 
+// Is makes a BackendError caused by a WRONGTYPE reply match ErrWrongType.
+func (e *BackendError) Is(target error) bool { return target == ErrWrongType && e.wrongType }
+
 // fail maps an error of operation op to what l2 returns: nil stays nil,
 // redis.Nil becomes ErrNotFound, anything else a *BackendError.
 func fail(op string, err error) error {
@@ -77,7 +86,9 @@ func fail(op string, err error) error {
 	if errors.Is(err, redis.Nil) {
 		return ErrNotFound
 	}
-	return &BackendError{Op: op, Err: err, msg: describe(err)}
+	var re redis.Error
+	wrong := errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
+	return &BackendError{Op: op, Err: err, msg: describe(err), wrongType: wrong}
 }
 
 // describe renders a cause for a BackendError message from what it is,

@@ -103,3 +103,15 @@ func TestOneLetterKeyKeepsMessage(t *testing.T) {
 		t.Fatalf("Get(e) from a refusing Redis: %v", err)
 	}
 }
+
+// TestWrongTypeIsASentinel: a command that meets a key of another Redis
+// type fails with a *BackendError that matches ErrWrongType (callers branch
+// on it, not on the message).
+func TestWrongTypeIsASentinel(t *testing.T) {
+	if err := fail("get", redisReply("WRONGTYPE Operation against a key holding the wrong kind of value")); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("WRONGTYPE reply: %v does not match ErrWrongType", err)
+	}
+	if err := fail("get", redisReply("OOM command not allowed")); errors.Is(err, ErrWrongType) {
+		t.Fatal("an OOM reply matches ErrWrongType")
+	}
+}

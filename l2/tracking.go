@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 )
 
 // InvalidationChannel is where Redis delivers the invalidation messages of
@@ -315,7 +317,7 @@ func (n *nodeListener) run(ctx context.Context) {
 			return
 		}
 		n.t.nodeState(n, false, fail("track", err))
-		if !sleepCtx(ctx, backoff) {
+		if !ctxwait.Sleep(ctx, backoff) {
 			return
 		}
 		backoff = min(backoff*2, trackMaxBack)
@@ -372,18 +374,6 @@ func (n *nodeListener) session(ctx context.Context, backoff *time.Duration) erro
 				n.t.invalidate(nil) // a payload that is not a key list
 			}
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -66,7 +66,7 @@ func classify(err error) (int, string) {
 		msg = entryReason(ee)
 	case errors.Is(err, cachekit.ErrAuthFailed):
 		code, msg = exitIntegrity, authFailedMsg
-	case errors.As(err, &be) && strings.Contains(be.Error(), "WRONGTYPE"):
+	case errors.Is(err, cachekit.ErrWrongType):
 		code, msg = exitIntegrity, "not a CacheKit entry: the key holds another Redis type"
 	case errors.As(err, &be) && strings.Contains(be.Error(), "DB index is out of range"):
 		code, msg = exitUsage, "redis URL: the database index is out of range for this server"
