@@ -35,6 +35,9 @@ type Cache struct {
 	// clearing is set while ristretto empties itself on our behalf, so
 	// the entries it drops are not counted as evictions.
 	clearing atomic.Bool
+	// clearMu serializes Clear and Close, which empty or stop ristretto
+	// outside the shard locks.
+	clearMu sync.Mutex
 
 	shards  [numShards]shard
 	stripes [numStripes]stripe
@@ -46,6 +49,9 @@ type Cache struct {
 	// testHookTouch, when set, runs for every access reported to
 	// ristretto (see touch).
 	testHookTouch func()
+	// testHookClear, when set, runs inside Clear after the index swap,
+	// with no lock but clearMu held, before ristretto is emptied.
+	testHookClear func()
 }
 
 // entry is what ristretto stores: the current value plus the bookkeeping
@@ -179,35 +185,54 @@ func (c *Cache) Delete(key string) {
 	c.index.Delete(key)
 }
 
-// Clear removes every entry and advances every Version. Operations that
-// run concurrently with Clear happen either entirely before it or entirely
-// after it. Clear on a closed cache does nothing.
-func (c *Cache) Clear() { c.dropAll(false) }
+// Clear removes every entry and advances every Version. A Get, Set or
+// Delete that returns after Clear returns sees none of the entries Clear
+// removed; one that runs while Clear does may see its own write dropped
+// (a miss, never an older value). Clear holds the cache's locks only to
+// swap the read index and advance the Versions, a constant-time step:
+// emptying ristretto, which takes milliseconds on a large cache (its
+// frequency sketch is sized to it), runs after those locks are released,
+// so Gets and rewrites never wait for it (a Set of a new key may wait
+// for ristretto's admission verdict, as it always does). Clear on a closed
+// cache does nothing.
+func (c *Cache) Clear() {
+	c.clearMu.Lock()
+	defer c.clearMu.Unlock()
+	c.lockAll()
+	closed := c.closed
+	if !closed {
+		c.index.Clear()
+		c.bumpAll()
+	}
+	c.unlockAll()
+	if closed {
+		return
+	}
+	if c.testHookClear != nil {
+		c.testHookClear()
+	}
+	// What ristretto drops here reaches onEvict, which unpublishes each
+	// entry (the ones published since the swap included) but counts none
+	// as an eviction.
+	c.clearing.Store(true)
+	c.rc.Clear()
+	c.clearing.Store(false)
+}
 
 // Close drops every entry and stops the cache's goroutines. It waits for
-// operations in flight; afterwards Get misses and writes return false. It
-// is idempotent.
-func (c *Cache) Close() { c.dropAll(true) }
-
-// dropAll is Clear (stop false) and Close (stop true): under every shard
-// write lock it empties ristretto and the read index and advances every
-// Version; Close also stops ristretto and marks the cache closed. A closed
-// cache is left as it is.
-func (c *Cache) dropAll(stop bool) {
+// operations in flight and for a Clear in progress; afterwards Get misses
+// and writes return false. It is idempotent.
+func (c *Cache) Close() {
+	c.clearMu.Lock()
+	defer c.clearMu.Unlock()
 	c.lockAll()
 	defer c.unlockAll()
 	if c.closed {
 		return
 	}
-	// What ristretto drops here reaches onEvict, but is no eviction.
 	c.clearing.Store(true)
-	if stop {
-		c.rc.Close()
-		c.closed = true
-	} else {
-		c.rc.Clear()
-		c.clearing.Store(false)
-	}
+	c.rc.Close()
+	c.closed = true
 	c.index.Clear()
 	c.bumpAll()
 }

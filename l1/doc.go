@@ -40,9 +40,13 @@
 //
 // Concurrency: all methods are safe for concurrent use. Writes of one key are
 // serialized; a Get that hits does not allocate and takes no lock, except
-// for the few hits per window that are reported to ristretto. Clear and
-// Close are atomic with respect to the other operations. After Close, Get
-// misses, writes return false and Close is a no-op.
+// for the few hits per window that are reported to ristretto. Close is
+// atomic with respect to the other operations; so is Clear, except that a
+// write running concurrently with it may be dropped (see Cache.Clear). Clear
+// holds the cache's locks for a constant-time step only; while ristretto
+// empties itself, Gets and rewrites proceed, and only a Set of a new key
+// may wait for ristretto's admission verdict. After Close, Get misses,
+// writes return false and Close is a no-op.
 //
 // Rewrites: a Set of a key already cached replaces the value inside the
 // existing entry, without a round through ristretto's policy goroutine, when
