@@ -12,10 +12,13 @@ import (
 
 // MGet returns the values cached under keys, decoded as T, in a map keyed
 // by the caller's keys; missing keys are absent. L1 is consulted first and
-// all L1 misses are fetched from Redis in one round trip (one MGET, or one
-// pipeline of per-slot MGETs on a cluster). Entries that fail to open are
-// left out and reported together in the returned error (errors.Join of
-// *EntryError); the other values are still returned.
+// all L1 misses are fetched from Redis in one round trip (one pipeline: an
+// MGET with an EXISTS of the same keys, or a PTTL per key with L1 on; per
+// slot on a cluster). A second round trip is sent only when some keys hold
+// another Redis type, which MGET reads as missing. Entries that fail to open, and
+// keys that hold another Redis type (matching ErrWrongType, as Get reports
+// them), are left out and reported together in the returned error
+// (errors.Join of *EntryError); the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
 	out := make(map[string]T, len(keys))
 	err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
@@ -80,6 +83,16 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		}
 		return err
 	})
+	var wt *l2.WrongTypeError
+	if errors.As(err, &wt) {
+		// Not a Redis failure: those keys hold no entry of ours, and
+		// the batch's other values were read.
+		for _, i := range wt.Index {
+			errs = append(errs, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(misses[i]),
+				Err: &BackendError{Op: "mget", Err: ErrWrongType}})
+		}
+		err = nil
+	}
 	if err != nil {
 		c.stats.l2Errors.Add(1)
 		if c.degradable(ctx, err) {

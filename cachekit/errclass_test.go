@@ -55,6 +55,22 @@ func TestErrorClasses(t *testing.T) {
 	if _, err := Get[string](bg, c, "list"); !errors.Is(err, ErrWrongType) || !errors.As(err, &be) {
 		t.Errorf("Get of a list key = %v, want a *BackendError matching ErrWrongType", err)
 	}
+	// MGet reports the list key as Get does, per key, and still returns
+	// the other values.
+	if err := c.Set(bg, "ok", "fine"); err != nil {
+		t.Fatal(err)
+	}
+	for _, l1 := range []bool{true, false} {
+		mc := c // no L1: MGet reads with MGET
+		if l1 {
+			mc = newClient(t, Options{Redis: rdb, Encryption: encConfig(""), L1MaxBytes: 1 << 20})
+		}
+		got, err := MGet[string](bg, mc, []string{"ok", "list", "absent"})
+		var ee *EntryError
+		if !errors.Is(err, ErrWrongType) || !errors.As(err, &ee) || ee.KeyDigest != mc.KeyDigest("list") || got["ok"] != "fine" || len(got) != 1 {
+			t.Errorf("MGet (L1 %v) with a list key = %v, %v; want ok's value and an *EntryError matching ErrWrongType for list", l1, got, err)
+		}
+	}
 	_, err = Get[string](bg, c, "short")
 	var ee *EntryError
 	if !errors.Is(err, ErrAuthFailed) || !errors.As(err, &ee) {

@@ -37,7 +37,8 @@ var (
 	ErrNotBytes = errors.New("cachekit: value is not a byte string")
 	// ErrWrongType: the key holds a Redis type other than a string (a list,
 	// a hash...), so it is no CacheKit entry; Get and the other single-key
-	// reads return a *BackendError that matches it. It is l2's sentinel.
+	// reads return a *BackendError that matches it, and MGet reports each
+	// such key in an *EntryError that matches it. It is l2's sentinel.
 	ErrWrongType = l2.ErrWrongType
 	// ErrValueTooLarge: a value to store encodes to more than
 	// Options.MaxValueBytes. Returned before any I/O; nothing stored changes.
@@ -74,8 +75,9 @@ const (
 )
 
 // EntryError reports an entry that was found but could not be opened:
-// authentication failed, the envelope or msgpack was malformed, or it did not
-// decode into the destination. It names the tier and a digest of the key
+// authentication failed, the envelope or msgpack was malformed, it did not
+// decode into the destination, or (from MGet) the key holds another Redis
+// type. It names the tier and a digest of the key
 // (never the key itself); errors.Is/As reach the cause through Unwrap.
 type EntryError struct {
 	Tier      Tier

@@ -2,6 +2,8 @@ package l2
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,10 +17,18 @@ type Item struct {
 }
 
 // MGet returns the values of keys in key order, nil for a missing key. On a
-// standalone client it sends a single MGET. On a cluster client it groups
-// the keys by hash slot and sends one MGET per slot, all in one pipeline.
+// standalone client it sends one MGET (with the EXISTS below, pipelined).
+// On a cluster client it groups the keys by hash slot and sends one MGET
+// (and one EXISTS) per slot, all in one pipeline.
 // The returned slices are fresh allocations owned by the caller. An empty
 // keys slice returns an empty result without a round trip.
+//
+// A key holding another Redis type (a list, a hash...), which MGET reports
+// as missing, is told apart from a missing key: an EXISTS of the same keys
+// rides in the same pipeline, and only when it counts more keys than MGET
+// returned values does a second round trip ask the TYPE of the keys read
+// as missing. MGet then returns the values it did read together with a
+// *WrongTypeError naming those keys.
 func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if err := s.check("mget"); err != nil {
 		return nil, err
@@ -27,45 +37,117 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(keys) == 0 {
 		return out, nil
 	}
-	if s.cluster == nil {
-		vals, err := s.rdb.MGet(ctx, keys...).Result()
-		if err != nil {
-			return nil, fail("mget", err)
-		}
-		if err := fill(out, vals, nil); err != nil {
-			return nil, err
-		}
-		return out, nil
+	// One part on a standalone client (idx nil: the keys in order), one
+	// per hash slot on a cluster.
+	var groups []slotGroup
+	if s.cluster != nil {
+		groups = groupBySlot(keys)
 	}
-	groups := groupBySlot(keys)
-	cmds := make([]*redis.SliceCmd, len(groups))
-	_, _ = s.cluster.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, g := range groups {
-			cmds[i] = p.MGet(ctx, g.pick(keys)...)
+	parts := max(len(groups), 1)
+	mgets := make([]*redis.SliceCmd, parts)
+	exists := make([]*redis.IntCmd, parts)
+	idx := make([][]int, parts)
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range parts {
+			part := keys
+			if groups != nil {
+				part, idx[i] = groups[i].pick(keys), groups[i].idx
+			}
+			mgets[i] = p.MGet(ctx, part...)
+			// EXISTS reuses MGET's boxed keys: one slice, not one
+			// allocation per key.
+			args := mgets[i].Args()
+			exists[i] = redis.NewIntCmd(ctx, append(append(make([]any, 0, len(args)), "exists"), args[1:]...)...)
+			_ = p.Process(ctx, exists[i])
 		}
 		return nil
 	})
-	for i, c := range cmds {
+	counted := int64(0)
+	for i, c := range mgets {
 		vals, err := c.Result()
 		if err != nil {
 			return nil, fail("mget", err)
 		}
-		if err := fill(out, vals, groups[i].idx); err != nil {
+		if err := fill(out, vals, idx[i]); err != nil {
 			return nil, err
 		}
+		n, err := exists[i].Result()
+		if err != nil {
+			return nil, fail("mget", err)
+		}
+		counted += n
 	}
-	return out, nil
+	var maybe []int
+	if counted > int64(len(out)-countNil(out)) {
+		for i, v := range out {
+			if v == nil {
+				maybe = append(maybe, i)
+			}
+		}
+	}
+	return typeChecked(out, s.checkTypes(ctx, keys, maybe))
+}
+
+// typeChecked is what MGet returns after checkTypes: the values alone,
+// the values with a *WrongTypeError, or nil and any other error.
+func typeChecked(out [][]byte, err error) ([][]byte, error) {
+	var wt *WrongTypeError
+	if err != nil && !errors.As(err, &wt) {
+		return nil, err
+	}
+	return out, err
+}
+
+// countNil counts the nil values in vals.
+func countNil(vals [][]byte) int {
+	n := 0
+	for _, v := range vals {
+		if v == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// checkTypes asks the TYPE of each of keys[maybe], keys MGET read as
+// missing although Redis counted them as existing: a string is a key
+// written since the read (still a miss), any other type is reported in a
+// *WrongTypeError. With maybe empty it returns nil at once.
+func (s *Store) checkTypes(ctx context.Context, keys []string, maybe []int) error {
+	if len(maybe) == 0 {
+		return nil
+	}
+	types := make([]*redis.StatusCmd, len(maybe))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, i := range maybe {
+			types[j] = p.Type(ctx, keys[i])
+		}
+		return nil
+	})
+	var wrong []int
+	for j, c := range types {
+		t, err := c.Result()
+		if err != nil {
+			return fail("mget", err)
+		}
+		if t != "none" && t != "string" {
+			wrong = append(wrong, maybe[j])
+		}
+	}
+	if wrong != nil {
+		return &WrongTypeError{Op: "mget", Index: wrong}
+	}
+	return nil
 }
 
 // MGetWithTTL is MGet that also returns the remaining TTL of every key it
 // found (as TTL reports it: 0 for no expiry). On a standalone client it is
 // one MGET and one PTTL per key in one pipelined round trip (a key that
-// expired between its MGET and its PTTL is reported missing). On a cluster
-// client each hash slot's keys are read by one script that returns every
-// value with its PTTL, all slots in one pipeline: one command per slot, so
-// a slot caught mid-migration (ASK, TRYAGAIN) is retried as one command.
-// (go-redis v9.23's cluster pipeline can send a command to two nodes at
-// once when several commands of one migrating slot share a batch.)
+// expires between its MGET and its PTTL is reported missing; a key MGET
+// read as missing whose PTTL finds it is the one MGet's EXISTS would have
+// counted); on a cluster client, one script per slot reads each key's value
+// and PTTL atomically. Keys of another Redis type are reported as MGet
+// reports them.
 func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if err := s.check("mget"); err != nil {
 		return nil, nil, err
@@ -94,31 +176,39 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 	if err := fill(out, vals, nil); err != nil {
 		return nil, nil, err
 	}
+	var maybe []int
 	for i, c := range pttls {
-		if out[i] == nil {
-			continue
-		}
 		d, err := c.Result()
 		if err != nil {
 			return nil, nil, fail("mget", err)
 		}
 		ttl, found := fromPTTL(d)
-		if !found {
+		switch {
+		case out[i] == nil && found:
+			maybe = append(maybe, i)
+		case !found:
 			out[i] = nil
+		default:
+			ttls[i] = ttl
 		}
-		ttls[i] = ttl
 	}
-	return out, ttls, nil
+	out, err = typeChecked(out, s.checkTypes(ctx, keys, maybe))
+	if out == nil {
+		return nil, nil, err
+	}
+	return out, ttls, err
 }
 
-// mgetTTLScript returns, for each of KEYS, its value and its PTTL (false
-// and -2 for a missing key, and for a key of another type, as MGET reports
-// it), read atomically.
+// mgetTTLScript returns, for each of KEYS, its value and its PTTL: false
+// and -2 for a missing key, false and -3 for a key of another type; read
+// atomically.
 const mgetTTLScript = `local out = {}
 for i, k in ipairs(KEYS) do
   local v = redis.pcall('GET', k)
-  if type(v) == 'table' and v.err then v = false end
-  if v then
+  if type(v) == 'table' and v.err then
+    out[2*i-1] = false
+    out[2*i] = -3
+  elseif v then
     out[2*i-1] = v
     out[2*i] = redis.call('PTTL', k)
   else
@@ -138,6 +228,7 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 		}
 		return nil
 	})
+	var wrong []int
 	for i, c := range cmds {
 		reply, err := c.Slice()
 		if err != nil {
@@ -150,6 +241,9 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 		for j, at := range idx {
 			v, ms := reply[2*j], reply[2*j+1]
 			if v == nil {
+				if n, _ := ms.(int64); n == -3 {
+					wrong = append(wrong, at)
+				}
 				continue
 			}
 			str, ok1 := v.(string)
@@ -167,6 +261,10 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 			out[at] = []byte(str)
 			ttls[at] = ttl
 		}
+	}
+	if wrong != nil {
+		slices.Sort(wrong)
+		return out, ttls, &WrongTypeError{Op: "mget", Index: wrong}
 	}
 	return out, ttls, nil
 }
@@ -224,10 +322,6 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			keys := make([]string, len(items))
-			for i := range items {
-				keys[i] = items[i].Key
-			}
 			return fail("mset", err)
 		}
 	}

@@ -3,9 +3,13 @@ package l2
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMGetOneRoundTrip(t *testing.T) {
@@ -22,9 +26,9 @@ func TestMGetOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.hook.want(t, 1, 0) // a single MGET
+	f.hook.want(t, 0, 1) // one pipeline: MGET and EXISTS of the keys
 	if args := f.hook.lastArgs(); len(args) != 1+len(keys) || args[0] != "mget" {
-		t.Fatalf("sent %d args starting %v, want MGET with %d keys", len(args), args[0], len(keys))
+		t.Fatalf("sent %d args starting %v, want MGET with %d keys first", len(args), args[0], len(keys))
 	}
 	if len(got) != len(keys) {
 		t.Fatalf("%d results for %d keys", len(got), len(keys))
@@ -122,5 +126,65 @@ func TestMSetFailureIsBackendError(t *testing.T) {
 		t.Fatal("Set on a full server succeeded")
 	} else {
 		noKeyIn(t, err, "secret:two")
+	}
+}
+
+// TestMGetWrongType: a key holding another Redis type, which MGET reads as
+// missing, is told apart from a missing key on every batch read and
+// topology; the other values are still returned. Without a key of another
+// type, no second round trip is sent.
+func TestMGetWrongType(t *testing.T) {
+	f := setup(t)
+	cc := clusterNode(t)
+	for name, rdb := range map[string]redis.UniversalClient{"standalone": f.rdb, "cluster": cc} {
+		s := New(rdb)
+		for _, k := range []string{"a", "{a}b", "c"} {
+			if err := s.Set(bg, k, []byte("v-"+k), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rdb.RPush(bg, "list", "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(bg, "{a}hash", "f", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{"a", "list", "missing", "{a}b", "{a}hash", "c"}
+		check := func(method string, vals [][]byte, err error) {
+			t.Helper()
+			var wt *WrongTypeError
+			if !errors.As(err, &wt) || !errors.Is(err, ErrWrongType) || !slices.Equal(wt.Index, []int{1, 4}) {
+				t.Errorf("%s %s err = %v, want a *WrongTypeError naming 1 and 4", name, method, err)
+				return
+			}
+			for i, k := range keys {
+				want := ""
+				if k == "a" || k == "{a}b" || k == "c" {
+					want = "v-" + k
+				}
+				if string(vals[i]) != want || (want == "") != (vals[i] == nil) {
+					t.Errorf("%s %s %s = %q, want %q", name, method, k, vals[i], want)
+				}
+			}
+		}
+		vals, err := s.MGet(bg, keys)
+		check("MGet", vals, err)
+		vals, _, err = s.MGetWithTTL(bg, keys)
+		check("MGetWithTTL", vals, err)
+		if strings.Contains(err.Error(), "list") || strings.Contains(err.Error(), "hash") {
+			t.Errorf("error text names a key: %v", err)
+		}
+
+		h := &pipelineCounter{}
+		rdb.AddHook(h)
+		if _, err := s.MGet(bg, []string{"a", "missing", "c"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.MGetWithTTL(bg, []string{"a", "missing", "c"}); err != nil {
+			t.Fatal(err)
+		}
+		if p := h.pipelines.Load(); p != 2 {
+			t.Errorf("%s: MGet and MGetWithTTL with no key of another type sent %d pipelines, want 2", name, p)
+		}
 	}
 }

@@ -2,9 +2,11 @@ package l2
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -109,8 +111,8 @@ func TestClusterMGetAndDeleteGroupBySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	groups := int64(len(groupBySlot(keys)))
-	if p, c := h.pipelines.Load(), h.cmds.Load(); p != 1 || c != groups {
-		t.Fatalf("MGet sent %d pipelines with %d commands, want 1 with %d (one MGET per slot)", p, c, groups)
+	if p, c := h.pipelines.Load(), h.cmds.Load(); p != 1 || c != 2*groups {
+		t.Fatalf("MGet sent %d pipelines with %d commands, want 1 with %d (one MGET and one EXISTS per slot)", p, c, 2*groups)
 	}
 	for i, k := range keys {
 		want := "v:" + k
@@ -154,12 +156,13 @@ func TestClusterMGetWithTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	vals, ttls, err := s.MGetWithTTL(bg, keys)
-	if err != nil {
-		t.Fatal(err)
+	var wt *WrongTypeError
+	if !errors.As(err, &wt) || !errors.Is(err, ErrWrongType) || !slices.Equal(wt.Index, []int{5}) {
+		t.Fatalf("MGetWithTTL err = %v, want a *WrongTypeError naming index 5 (hash)", err)
 	}
 	for i, k := range keys {
 		switch k {
-		case "missing", "hash": // a key of another type reads as missing, as MGET has it
+		case "missing", "hash": // no value; the hash is named in the error
 			if vals[i] != nil {
 				t.Errorf("%s read %q", k, vals[i])
 			}

@@ -16,13 +16,15 @@
 // # Round trips
 //
 // Get, Set, Delete, Exists and TTL are one command each. GetWithTTL pipelines
-// GET and PTTL. MGet is a single MGET on a standalone server; on a
-// *redis.ClusterClient the keys are grouped by hash slot (CRC16 of the hash
-// tag, as Redis Cluster places them) and one MGET per slot goes out in one
-// pipeline. MGetWithTTL adds one PTTL per key to the same pipeline on a
-// standalone server; on a cluster it sends one GET+PTTL script per slot. MSet
-// pipelines SET PX per item. TryLock is SET NX PX and Unlock a
-// compare-and-delete Lua script.
+// GET and PTTL. MGet pipelines an MGET and an EXISTS of the keys on a
+// standalone server; on a *redis.ClusterClient the keys are grouped by hash
+// slot (CRC16 of the hash tag, as Redis Cluster places them) and one MGET and
+// one EXISTS per slot go out in one pipeline. MGetWithTTL adds one PTTL per
+// key to the standalone pipeline; on a cluster it sends one GET+PTTL script
+// per slot. When EXISTS counts more keys than MGET returned values (a key of
+// another Redis type, which MGET reads as missing), a second round trip asks
+// the TYPE of the keys read as missing. MSet pipelines SET PX per item.
+// TryLock is SET NX PX and Unlock a compare-and-delete Lua script.
 //
 // # Tracking
 //

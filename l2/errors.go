@@ -77,6 +77,23 @@ func (e *BackendError) Unwrap() error { return e.Err }
 // Is makes a BackendError caused by a WRONGTYPE reply match ErrWrongType.
 func (e *BackendError) Is(target error) bool { return target == ErrWrongType && e.wrongType }
 
+// WrongTypeError is returned by MGet and MGetWithTTL, together with the
+// values they did read, when some keys hold another Redis type: MGET reads
+// them as missing, and Index lists their positions in the keys passed, in
+// increasing order. errors.Is matches it to ErrWrongType.
+type WrongTypeError struct {
+	Op    string
+	Index []int
+}
+
+// Error implements error; it names how many keys, never which.
+func (e *WrongTypeError) Error() string {
+	return fmt.Sprintf("l2: %s: %d of the keys hold another Redis type", e.Op, len(e.Index))
+}
+
+// Is matches ErrWrongType.
+func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
+
 // fail maps an error of operation op to what l2 returns: nil stays nil,
 // redis.Nil becomes ErrNotFound, anything else a *BackendError.
 func fail(op string, err error) error {

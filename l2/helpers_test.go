@@ -49,6 +49,9 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 			return next(ctx, cmds)
 		}
 		h.pipeline.Add(1)
+		h.mu.Lock()
+		h.last = cmds[0].Args()
+		h.mu.Unlock()
 		return next(ctx, cmds)
 	}
 }
