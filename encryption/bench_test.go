@@ -26,6 +26,12 @@ var benchAAD = []byte("\x03\x00\x00\x00\x07default\x00\x00\x00\x0cusers:get:42\x
 // and tenant "bench": the floor the Manager is measured against.
 func rawAEAD(tb testing.TB) cipher.AEAD {
 	tb.Helper()
+	return rawGCM(tb).std
+}
+
+// rawGCM is rawAEAD with the chunked path beside it.
+func rawGCM(tb testing.TB) *aesGCM {
+	tb.Helper()
 	var k [KeySize]byte
 	if err := deriveKey(&k, vectors.Hex(tb, testKeyHex), DomainEncryption, "bench"); err != nil {
 		tb.Fatal(err)

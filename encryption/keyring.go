@@ -1,7 +1,6 @@
 package encryption
 
 import (
-	"crypto/cipher"
 	"crypto/subtle"
 	"strconv"
 )
@@ -59,7 +58,7 @@ func checkKeyring(k Keys, currentField, previousField string) error {
 // cleared as soon as their ciphers exist. It is immutable after
 // construction and safe for concurrent use.
 type keyring struct {
-	aeads        []cipher.AEAD // [0] is the current key
+	aeads        []*aesGCM // [0] is the current key
 	fingerprints [][FingerprintSize]byte
 	nonces       *nonceSource // the current key's nonces
 }
@@ -75,7 +74,7 @@ func newKeyring(k Keys, tenant, currentField, previousField string) (*keyring, e
 	}
 	n := 1 + len(k.Previous)
 	r := &keyring{
-		aeads:        make([]cipher.AEAD, 0, n),
+		aeads:        make([]*aesGCM, 0, n),
 		fingerprints: make([][FingerprintSize]byte, 0, n),
 		nonces:       newNonceSource(),
 	}

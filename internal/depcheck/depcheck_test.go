@@ -18,8 +18,9 @@ var leaves = []string{"protocol", "encryption", "l1", "l2"}
 // sharedInternal lists the internal plumbing packages a leaf may use: they
 // are nobody's public API and import nothing of this module themselves.
 var sharedInternal = map[string]bool{
-	module + "/internal/stripe":  true,
-	module + "/internal/ctxwait": true,
+	module + "/internal/stripe":   true,
+	module + "/internal/ctxwait":  true,
+	module + "/internal/gcmchunk": true,
 }
 
 // forbidden lists third-party imports a package must not reach, even
