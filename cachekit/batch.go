@@ -166,7 +166,11 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 		tickets[i] = c.ticket(k)
 	}
 	if c.l2 != nil {
-		err := c.rel.do(ctx, "mset", func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
+		size := 0
+		for _, it := range batch {
+			size += len(it.Value)
+		}
+		err := c.rel.doSized(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
 		if err != nil {
 			c.stats.l2Errors.Add(1)
 			for _, k := range keys {

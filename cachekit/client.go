@@ -136,7 +136,7 @@ func New(opts Options) (*Client, error) {
 		c.l2 = l2.New(opts.Redis)
 		c.checkInjected(opts.Redis)
 	case opts.RedisURL != "":
-		rdb, err := l2.Open(opts.RedisURL, c.attemptTimeout())
+		rdb, err := l2.Open(opts.RedisURL, c.attemptTimeout(), c.attemptTimeout()+transferTime(c.maxEntry))
 		if err != nil {
 			c.closeParts()
 			return nil, configErrFrom("RedisURL", err)

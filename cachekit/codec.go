@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/structdec"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -16,7 +17,7 @@ import (
 type appendWriter struct{ b []byte }
 
 func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
+	w.b = chunked.Append(w.b, p)
 	return len(p), nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -101,7 +102,7 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 // publish is a warning: the value is stored.
 func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
 	full := c.fullKey(key)
-	err := c.rel.do(ctx, "set", func(ctx context.Context) error {
+	err := c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
 		if c.inv == nil {
 			return c.l2.Set(ctx, full, stored, ttl)
 		}
@@ -155,7 +156,7 @@ func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byt
 	if err != nil {
 		return dst, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 	}
-	return append(dst, raw...), nil
+	return chunked.Append(dst, raw), nil
 }
 
 // GetBytes returns a copy of the []byte value stored under key.

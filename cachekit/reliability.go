@@ -192,10 +192,29 @@ func newGuard(r *Reliability, now func() time.Time) *guard {
 // fn's error is returned as is (after the last attempt); refusals are
 // *BackendError values with ErrCircuitOpen or ErrOverloaded inside.
 func (g *guard) do(ctx context.Context, op string, fn func(context.Context) error) error {
+	return g.doSized(ctx, op, 0, fn)
+}
+
+// transferRate is the slowest transfer to Redis a write is budgeted for:
+// an operation that sends n bytes gets transferTime(n) on top of
+// OperationTimeout and of each attempt's AttemptTimeout.
+const transferRate = 16 << 20 // bytes per second
+
+// transferTime is n bytes at transferRate: 4 s for 64 MiB, nothing for a
+// small value.
+func transferTime(n int) time.Duration {
+	return time.Duration(int64(n) * int64(time.Second) / transferRate)
+}
+
+// doSized is do for an operation that sends n bytes: its budget and each
+// attempt's grow by transferTime(n), so a large Set is not cut off by
+// deadlines sized for small values. The caller's deadline still applies.
+func (g *guard) doSized(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	if g == nil {
 		return fn(ctx)
 	}
-	deadline := time.Now().Add(g.cfg.OperationTimeout)
+	extra := transferTime(n)
+	deadline := time.Now().Add(g.cfg.OperationTimeout + extra)
 	callerDL, hasCallerDL := ctx.Deadline()
 	if hasCallerDL && callerDL.Before(deadline) {
 		deadline = callerDL
@@ -223,7 +242,7 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 				return &BackendError{Op: op, Err: ErrCircuitOpen}
 			}
 		}
-		err := g.attempt(ctx, fn, deadline)
+		err := g.attempt(ctx, fn, deadline, extra)
 		transient := err != nil && l2.IsTransient(err)
 		if transient && g.onTransient != nil {
 			g.onTransient()
@@ -255,10 +274,10 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 	}
 }
 
-// attempt runs fn once, bounded by AttemptTimeout and the operation's
-// deadline.
-func (g *guard) attempt(ctx context.Context, fn func(context.Context) error, deadline time.Time) error {
-	if d := time.Now().Add(g.cfg.AttemptTimeout); d.Before(deadline) {
+// attempt runs fn once, bounded by AttemptTimeout (plus extra, the
+// transfer time of what it sends) and the operation's deadline.
+func (g *guard) attempt(ctx context.Context, fn func(context.Context) error, deadline time.Time, extra time.Duration) error {
+	if d := time.Now().Add(g.cfg.AttemptTimeout + extra); d.Before(deadline) {
 		deadline = d
 	}
 	actx, cancel := context.WithDeadline(ctx, deadline)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 )
 
 // Item is one entry of an MSet.
@@ -258,7 +260,7 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 			if !found {
 				continue
 			}
-			out[at] = []byte(str)
+			out[at] = chunked.Bytes(str)
 			ttls[at] = ttl
 		}
 	}
@@ -287,7 +289,7 @@ func fill(out [][]byte, vals []any, idx []int) error {
 		switch v := v.(type) {
 		case nil:
 		case string:
-			out[at] = []byte(v)
+			out[at] = chunked.Bytes(v)
 		default:
 			return &BackendError{Op: "mget", Err: errUnexpectedReply}
 		}

@@ -62,10 +62,12 @@ func New(rdb redis.UniversalClient) *Store {
 // every call: go-redis's command retries are off (MaxRetries -1), a failed
 // dial is not retried inside the command (DialerRetries 1), the ctx
 // deadline bounds dialing, reads and writes (ContextTimeoutEnabled), and
-// timeout, when positive, is the dial, read, write and pool-wait timeout
-// unless the URL sets its own (dial_timeout, read_timeout, write_timeout,
-// pool_timeout).
-func Open(rawURL string, timeout time.Duration) (redis.UniversalClient, error) {
+// timeout, when positive, is the dial and pool-wait timeout and ioTimeout
+// the read and write timeout, unless the URL sets its own (dial_timeout,
+// read_timeout, write_timeout, pool_timeout). A read or write ends at the
+// earlier of its ctx deadline and its timeout, so ioTimeout must leave
+// room for the largest value the caller sends.
+func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, &urlError{reason: "malformed URL"}
@@ -88,13 +90,15 @@ func Open(rawURL string, timeout time.Duration) (redis.UniversalClient, error) {
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1
 	opts.ContextTimeoutEnabled = true
-	if timeout > 0 {
-		for _, d := range []*time.Duration{&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout} {
-			if *d == 0 {
-				*d = timeout
+	set := func(t time.Duration, ds ...*time.Duration) {
+		for _, d := range ds {
+			if *d == 0 && t > 0 {
+				*d = t
 			}
 		}
 	}
+	set(timeout, &opts.DialTimeout, &opts.PoolTimeout)
+	set(ioTimeout, &opts.ReadTimeout, &opts.WriteTimeout)
 	return redis.NewClient(opts), nil
 }
 

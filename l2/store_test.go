@@ -285,7 +285,7 @@ func TestNilClientNeverPanics(t *testing.T) {
 
 func TestOpen(t *testing.T) {
 	f := setup(t)
-	rdb, err := Open(f.srv.URL(), 0)
+	rdb, err := Open(f.srv.URL(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestOpen(t *testing.T) {
 		"",
 	}
 	for _, u := range bad {
-		rdb, err := Open(u, 0)
+		rdb, err := Open(u, 0, 0)
 		if !errors.Is(err, ErrInvalidURL) || rdb != nil {
 			t.Errorf("Open(bad URL) = %v, %v; want ErrInvalidURL", rdb, err)
 			continue
@@ -317,10 +317,11 @@ func TestOpen(t *testing.T) {
 
 // TestOpenBoundsEveryCall pins the settings that make one caller's retry
 // layer the only one and its deadlines effective: no command retries, one
-// dial per attempt, ctx deadlines honoured, timeout as the default socket
-// timeouts, and a URL's own timeouts kept.
+// dial per attempt, ctx deadlines honoured, timeout as the default dial and
+// pool timeouts, ioTimeout as the read and write ones, and a URL's own
+// timeouts kept.
 func TestOpenBoundsEveryCall(t *testing.T) {
-	rdb, err := Open("redis://127.0.0.1:1/0?read_timeout=2s", 150*time.Millisecond)
+	rdb, err := Open("redis://127.0.0.1:1/0?read_timeout=2s", 150*time.Millisecond, 900*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,8 +331,8 @@ func TestOpenBoundsEveryCall(t *testing.T) {
 		t.Fatalf("MaxRetries %d (want 0: -1 normalised), DialerRetries %d (want 1), ContextTimeoutEnabled %v",
 			o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled)
 	}
-	if o.DialTimeout != 150*time.Millisecond || o.WriteTimeout != 150*time.Millisecond || o.PoolTimeout != 150*time.Millisecond {
-		t.Fatalf("timeouts dial %v write %v pool %v, want 150ms", o.DialTimeout, o.WriteTimeout, o.PoolTimeout)
+	if o.DialTimeout != 150*time.Millisecond || o.PoolTimeout != 150*time.Millisecond || o.WriteTimeout != 900*time.Millisecond {
+		t.Fatalf("timeouts dial %v pool %v write %v, want 150ms, 150ms, 900ms", o.DialTimeout, o.PoolTimeout, o.WriteTimeout)
 	}
 	if o.ReadTimeout != 2*time.Second {
 		t.Fatalf("ReadTimeout %v: the URL's read_timeout=2s must win", o.ReadTimeout)

@@ -2,12 +2,12 @@ package protocol
 
 import (
 	"encoding/binary"
-	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/pierrec/lz4/v4"
-	"github.com/zeebo/xxh3"
+
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 )
 
 // This file holds the writing half of the ByteStorage envelope codec. The
@@ -61,7 +61,7 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	}
 	lzBound := lz4.CompressBlockBound(len(original))
 	start := len(dst)
-	dst = slices.Grow(dst, lzBound+envelopeFixedBound)
+	dst = chunked.Grow(dst, lzBound+envelopeFixedBound)
 	work := dst[start : start+lzBound+envelopeFixedBound]
 	if overlaps(work, original) {
 		return dst[:start], envelopeErr(ErrMalformed, "original overlaps dst's spare capacity")
@@ -72,12 +72,18 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	reserved := 1 + binHeaderLen(lzBound)
 	// Originals up to 64 KiB, nearly every cached value, go through the
 	// compressor sized for them (lz4_compress.go); larger ones through
-	// pierrec's.
+	// pierrec's, unless their first 64 KiB do not compress: pierrec ends
+	// an incompressible input with one memmove of all of it (about 50 ms
+	// the runtime cannot preempt for 64 MiB), so those are written here as
+	// a literals-only block, copied in pieces.
 	var m int
 	var err error
-	if len(original) <= lz4SmallMax {
+	switch {
+	case len(original) <= lz4SmallMax:
 		m = lz4CompressSmall(work[reserved:reserved+lzBound], original)
-	} else {
+	case incompressible(work[reserved:reserved+lzBound], original):
+		m = putLiteralBlock(work[reserved:reserved+lzBound], original)
+	default:
 		c := compressors.Get().(*lz4.Compressor)
 		m, err = c.CompressBlock(original, work[reserved:reserved+lzBound])
 		compressors.Put(c)
@@ -94,18 +100,48 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	}
 	head := 1 + binHeaderLen(m)
 	if head < reserved {
-		copy(work[head:], work[reserved:reserved+m])
+		chunked.Copy(work[head:], work[reserved:reserved+m])
 	}
 	work[0] = 0x94
 	putBinHeader(work[1:head], m)
 
 	out := dst[:start+head+m]
-	out = appendEnvelopeTail(out, xxh3.Hash(original), uint64(len(original)), format)
+	out = appendEnvelopeTail(out, chunked.XXH3(original), uint64(len(original)), format)
 	if len(out)-start > MaxEnvelopeOriginalSize {
 		clear(work)
 		return dst[:start], envelopeErr(ErrTooLarge, "envelope exceeds 512 MiB")
 	}
 	return out, nil
+}
+
+// incompressible reports whether src's first lz4SmallMax bytes shrink by
+// less than 1/64 under the small compressor; scratch (at least
+// CompressBlockBound(lz4SmallMax) bytes) receives the trial block.
+func incompressible(scratch, src []byte) bool {
+	probe := src[:lz4SmallMax]
+	return lz4CompressSmall(scratch, probe) > len(probe)-len(probe)/64
+}
+
+// putLiteralBlock writes src as one LZ4 sequence of literals into dst
+// (CompressBlockBound(len(src)) bytes) and returns its length.
+func putLiteralBlock(dst, src []byte) int {
+	n := len(src)
+	if n < lz4RunMask {
+		dst[0] = byte(n << 4)
+		return 1 + copy(dst[1:], src)
+	}
+	dst[0] = lz4RunMask << 4
+	i := 1
+	for rest := n - lz4RunMask; ; rest -= 255 {
+		if rest < 255 {
+			dst[i] = byte(rest)
+			i++
+			break
+		}
+		dst[i] = 255
+		i++
+	}
+	return i + chunked.Copy(dst[i:], src)
 }
 
 // appendEnvelopeFields encodes given fields canonically. The writer checks

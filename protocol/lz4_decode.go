@@ -1,6 +1,10 @@
 package protocol
 
-import "github.com/pierrec/lz4/v4"
+import (
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
+)
 
 // uncompressBlock decodes one LZ4 block into out and returns the decoded
 // length: less than len(out) when the block is shorter, an error when it is
@@ -23,8 +27,11 @@ func uncompressBlock(src, out []byte) (int, error) {
 	// match pays no call for the literal-run check.
 	if len(src) > 0 && src[0]&lz4RunMask == 0 {
 		if lit, ok := lz4LiteralRun(src); ok && len(lit) <= len(out) {
-			return copy(out, lit), nil
+			return chunked.Copy(out, lit), nil
 		}
+	}
+	if len(out) > chunked.Size {
+		return decodeBlockLarge(src, out)
 	}
 	return lz4.UncompressBlock(src, out)
 }

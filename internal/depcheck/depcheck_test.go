@@ -21,6 +21,7 @@ var sharedInternal = map[string]bool{
 	module + "/internal/stripe":   true,
 	module + "/internal/ctxwait":  true,
 	module + "/internal/gcmchunk": true,
+	module + "/internal/chunked":  true,
 }
 
 // forbidden lists third-party imports a package must not reach, even

@@ -111,6 +111,9 @@ func runChild(redisURL string, valueSize int) error {
 		L1MaxBytes: l1,
 		DefaultTTL: time.Minute,
 		Encryption: &encryption.Config{MasterKey: fixture.MasterKey},
+		// The value plus its msgpack header: a 64 MiB value is a few
+		// bytes over the default limit.
+		MaxValueBytes: valueSize + 1<<20,
 	})
 	if err != nil {
 		return err
