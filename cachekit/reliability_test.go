@@ -263,3 +263,30 @@ type replyErr string
 
 func (e replyErr) Error() string { return string(e) }
 func (replyErr) RedisError()     {}
+
+// TestLargeWriteGetsTransferTime: a write of n bytes gets transferTime(n)
+// on top of AttemptTimeout for its attempt (4 s for 64 MiB), a small one
+// none, and a caller's deadline still wins.
+func TestLargeWriteGetsTransferTime(t *testing.T) {
+	g := newGuard(&Reliability{AttemptTimeout: 50 * time.Millisecond, OperationTimeout: 100 * time.Millisecond, DisableBreaker: true}, time.Now)
+	left := func(ctx context.Context, n int) time.Duration {
+		var d time.Duration
+		_ = g.doSized(ctx, "set", n, func(ctx context.Context) error {
+			dl, _ := ctx.Deadline()
+			d = time.Until(dl)
+			return nil
+		})
+		return d
+	}
+	if d := left(context.Background(), 100); d > 50*time.Millisecond {
+		t.Errorf("a 100-byte write's attempt has %v, want at most AttemptTimeout (50ms)", d)
+	}
+	if d := left(context.Background(), 64<<20); d < 4*time.Second || d > 4*time.Second+50*time.Millisecond {
+		t.Errorf("a 64 MiB write's attempt has %v, want 4s + AttemptTimeout", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if d := left(ctx, 64<<20); d > 30*time.Millisecond {
+		t.Errorf("with a 30ms caller deadline the attempt has %v", d)
+	}
+}

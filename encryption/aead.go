@@ -65,23 +65,6 @@ func newAEAD(key *[KeySize]byte) (*aesGCM, error) {
 	return &aesGCM{std: a, big: big}, nil
 }
 
-// Seal is cipher.AEAD's Seal, chunked from chunkedMin bytes on.
-func (g *aesGCM) Seal(dst, nonce, plaintext, aad []byte) []byte {
-	if len(plaintext) >= chunkedMin {
-		return g.big.Seal(dst, nonce, plaintext, aad)
-	}
-	return g.std.Seal(dst, nonce, plaintext, aad)
-}
-
-// Open is cipher.AEAD's Open, chunked from chunkedMin bytes of plaintext
-// on. On failure nothing is left in dst's spare capacity.
-func (g *aesGCM) Open(dst, nonce, sealed, aad []byte) ([]byte, error) {
-	if len(sealed) >= chunkedMin+TagSize {
-		return g.big.Open(dst, nonce, sealed, aad)
-	}
-	return g.std.Open(dst, nonce, sealed, aad)
-}
-
 // seal appends nonce ‖ ciphertext ‖ tag to dst, reserving the nonce from
 // nonces. It validates every input before it reserves, so a refused call
 // spends no nonce.

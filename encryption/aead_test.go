@@ -219,24 +219,27 @@ func TestDecryptIndexWithPreviousKeys(t *testing.T) {
 // message fails to open and leaves no plaintext.
 func TestChunkedPathIsTheOneShotBytes(t *testing.T) {
 	g := rawGCM(t)
-	nonce := []byte("twelve bytes")
 	aad := []byte("aad v3 tenant key")
 	for _, n := range []int{chunkedMin - 1, chunkedMin, chunkedMin + 1, chunkedMin + chunkSize + 5, 3<<20 + 7} {
 		msg := bytes.Repeat([]byte{byte(n), 0x5a, 0xc3}, n/3+1)[:n]
-		got := g.Seal(nil, nonce, msg, aad)
-		want := g.std.Seal(nil, nonce, msg, aad)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%d bytes: chunked and one-shot seals differ", n)
+		sealed, err := seal(g, newNonceSource(), nil, msg, aad)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if pt, err := g.std.Open(nil, nonce, got, aad); err != nil || !bytes.Equal(pt, msg) {
-			t.Fatalf("%d bytes: one-shot Open of the chunked output: %v", n, err)
+		nonce := sealed[:NonceSize]
+		if want := g.std.Seal(nil, nonce, msg, aad); !bytes.Equal(sealed[NonceSize:], want) {
+			t.Fatalf("%d bytes: seal and one-shot GCM differ for the same nonce", n)
 		}
-		if pt, err := g.Open(nil, nonce, want, aad); err != nil || !bytes.Equal(pt, msg) {
-			t.Fatalf("%d bytes: chunked Open of the one-shot output: %v", n, err)
+		if pt, err := g.std.Open(nil, nonce, sealed[NonceSize:], aad); err != nil || !bytes.Equal(pt, msg) {
+			t.Fatalf("%d bytes: one-shot Open of seal's output: %v", n, err)
 		}
-		got[n/2] ^= 1
+		oneShot := append(bytes.Clone(nonce), g.std.Seal(nil, nonce, msg, aad)...)
+		if pt, _, err := openWith([]*aesGCM{g}, nil, oneShot, aad); err != nil || !bytes.Equal(pt, msg) {
+			t.Fatalf("%d bytes: openWith of the one-shot output: %v", n, err)
+		}
+		sealed[NonceSize+n/2] ^= 1
 		dst := make([]byte, 0, n)
-		if pt, err := g.Open(dst, nonce, got, aad); err == nil || pt != nil || bytes.ContainsFunc(dst[:n], func(r rune) bool { return r != 0 }) {
+		if pt, _, err := openWith([]*aesGCM{g}, dst, sealed, aad); err == nil || pt != nil || bytes.ContainsFunc(dst[:n], func(r rune) bool { return r != 0 }) {
 			t.Fatalf("%d bytes: a tampered message opened or left plaintext (%v)", n, err)
 		}
 	}
