@@ -202,7 +202,7 @@ func (g *guard) do(ctx context.Context, op string, fn func(context.Context) erro
 // OperationTimeout and of each attempt's AttemptTimeout.
 const transferRate = 16 << 20 // bytes per second
 
-// transferTime is n bytes at transferRate: 4 s for 64 MiB, nothing for a
+// transferTime is n bytes at transferRate: 4 s for 64 MiB, microseconds for a
 // small value.
 func transferTime(n int) time.Duration {
 	return time.Duration(int64(n) * int64(time.Second) / transferRate)
