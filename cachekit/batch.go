@@ -154,7 +154,12 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 		if err != nil {
 			return err
 		}
+		held, err := c.enterLarge(ctx, len(payload))
+		if err != nil {
+			return err
+		}
 		stored, err := c.seal(ctx, s, key, payload)
+		c.leaveLarge(held)
 		if err != nil {
 			return err
 		}

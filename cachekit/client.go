@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
+	"golang.org/x/sync/semaphore"
 )
 
 // Client is an encrypted two-level cache: an in-process L1 that holds only
@@ -43,6 +45,13 @@ type Client struct {
 	log       *slog.Logger
 	now       func() time.Time
 	digestKey [32]byte // keys KeyDigest
+
+	// large bounds concurrent large seals and opens
+	// (Options.LargeValueConcurrency); nil: no bound.
+	large *semaphore.Weighted
+	// testHookLarge, when set (by tests, before use), runs each time a
+	// large-work slot is taken, holding it.
+	testHookLarge func()
 
 	rel *guard          // nil: reliability off
 	swr *swrState       // nil: SWR off
@@ -95,6 +104,7 @@ func New(opts Options) (*Client, error) {
 		c.maxValue = defaultMaxValueBytes
 	}
 	c.maxEntry = c.maxValue + c.maxValue/255 + maxEntryOverhead
+	c.large = largeSlots(opts.LargeValueConcurrency)
 	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -248,11 +258,13 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 func putScratch(s *scratch) {
 	// The buffers held decrypted bytes: wipe what was used, whether the
 	// buffers go back to the pool or to the garbage collector.
-	clear(s.plain)
-	clear(s.value)
 	if cap(s.plain) > maxPooled || cap(s.value) > maxPooled || cap(s.aad) > maxPooled {
+		chunked.Clear(s.plain)
+		chunked.Clear(s.value)
 		return
 	}
+	clear(s.plain)
+	clear(s.value)
 	s.aad, s.plain, s.value = s.aad[:0], s.plain[:0], s.value[:0]
 	scratchPool.Put(s)
 }

@@ -54,11 +54,22 @@ func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, 
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
+	var held bool
+	defer func() { c.leaveLarge(held) }() // after putScratch: clearing is large work too
+	held, err := c.enterLarge(ctx, encodedLenHint(value))
+	if err != nil {
+		return nil, err
+	}
 	s := getScratch()
 	defer putScratch(s)
 	payload, err := c.encode(s, value)
 	if err != nil {
 		return nil, err
+	}
+	if !held {
+		if held, err = c.enterLarge(ctx, len(payload)); err != nil {
+			return nil, err
+		}
 	}
 	return c.seal(ctx, s, key, payload)
 }
@@ -131,7 +142,9 @@ func (c *Client) Get(ctx context.Context, key string, dst any) error {
 	}
 	s := getScratch()
 	defer putScratch(s)
-	payload, tier, err := c.load(ctx, s, key)
+	// The remaining TTL is needed only to bound an L1 backfill: without L1
+	// a plain GET saves Redis a PTTL per read.
+	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
 	if err != nil {
 		return err
 	}
@@ -148,7 +161,9 @@ func (c *Client) Get(ctx context.Context, key string, dst any) error {
 func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
 	s := getScratch()
 	defer putScratch(s)
-	payload, tier, err := c.load(ctx, s, key)
+	// The remaining TTL is needed only to bound an L1 backfill: without L1
+	// a plain GET saves Redis a PTTL per read.
+	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
 	if err != nil {
 		return dst, err
 	}
@@ -171,19 +186,12 @@ func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
 	return out, nil
 }
 
-// load finds key's entry, opens it and returns its msgpack payload, which
-// lives in s and is valid until s is returned to the pool.
-func (c *Client) load(ctx context.Context, s *scratch, key string) ([]byte, Tier, error) {
-	// The remaining TTL is needed only to bound an L1 backfill: without L1
-	// a plain GET saves Redis a PTTL per read.
-	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
-	return payload, tier, err
-}
-
-// loadTTL is load that also returns, for an entry read from L2, its
-// remaining TTL there (0 for an L1 hit, no expiry, or when withTTL is false
-// and only GET was sent). Reliability wraps the L2 round trip only; decrypt
-// and decode run outside it.
+// loadTTL finds key's entry, opens it and returns its msgpack payload
+// (which lives in s and is valid until s is returned to the pool), the tier
+// that answered and, for an entry read from L2, its remaining TTL there (0
+// for an L1 hit, no expiry, or when withTTL is false and only GET was
+// sent). Reliability wraps the L2 round trip only; decrypt and decode run
+// outside it.
 func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool) ([]byte, Tier, time.Duration, error) {
 	if c.closed.Load() {
 		return nil, "", 0, ErrClosed
@@ -233,7 +241,11 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 		c.met.add(ctx, opGetL1Miss)
 		return nil, false, nil
 	}
-	payload, err = c.open(ctx, s, key, stored)
+	if len(stored) < LargeValueBytes {
+		payload, err = c.open(ctx, s, key, stored)
+	} else {
+		payload, err = c.openLarge(ctx, s, key, stored)
+	}
 	if err == nil {
 		c.stats.l1Hits.Add(1)
 		// L1 hits are counted, not timed: reading the clock twice
@@ -257,7 +269,13 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 // nothing wrote, deleted or invalidated key since t was taken. Get, MGet
 // and GetOrLoad all read Redis entries through here.
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
-	payload, err := c.open(ctx, s, key, stored)
+	var payload []byte
+	var err error
+	if len(stored) < LargeValueBytes {
+		payload, err = c.open(ctx, s, key, stored)
+	} else {
+		payload, err = c.openLarge(ctx, s, key, stored)
+	}
 	if err != nil {
 		if notTheEntry(ctx, err) {
 			return nil, err
@@ -297,6 +315,9 @@ func (c *Client) readFailed(ctx context.Context, key string, err error) error {
 // seal turns a msgpack payload into the bytes both tiers store, in a fresh
 // slice that L1 may keep.
 func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
+	if len(payload) >= LargeValueBytes && c.compressed && c.enc != nil {
+		return c.sealInPlace(ctx, s, key, payload)
+	}
 	body := payload
 	if c.compressed {
 		var err error
@@ -306,7 +327,7 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 		body = s.plain
 	}
 	if c.enc == nil {
-		return append(make([]byte, 0, len(body)), body...), nil
+		return chunked.Append(make([]byte, 0, len(body)), body), nil
 	}
 	aad, err := c.appendAAD(s, key)
 	if err != nil {
@@ -320,6 +341,47 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 		return nil, c.mapErr(err)
 	}
 	return out, nil
+}
+
+// sealInPlace is seal for a large payload, with one buffer where seal has
+// two: the envelope is written NonceSize bytes into the buffer the entry
+// will be, and encrypted where it lies. A 64 MiB Set then allocates the
+// payload and the entry, about twice the value, not three times.
+func (c *Client) sealInPlace(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
+	aad, err := c.appendAAD(s, key)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, encryption.NonceSize, encryption.NonceSize+protocol.SealEnvelopeBound(len(payload))+encryption.TagSize)
+	env, err := protocol.SealEnvelope(buf, payload, protocol.FormatMsgpack)
+	if err != nil {
+		return nil, err
+	}
+	out, d, err := c.enc.EncryptNow(buf[:0], env[encryption.NonceSize:], aad)
+	if d != nil {
+		out, err = d.Wait(ctx)
+	}
+	if err != nil {
+		chunked.Clear(env) // the plaintext envelope
+		return nil, c.mapErr(err)
+	}
+	// A value that compressed well leaves most of the buffer unused; L1
+	// would keep all of it for as long as it keeps the entry.
+	if cap(out)-len(out) > len(out)/8 {
+		out = chunked.Append(make([]byte, 0, len(out)), out)
+	}
+	return out, nil
+}
+
+// openLarge is open holding a large-work slot (LargeValueConcurrency);
+// its callers test the size inline, so a small entry pays one comparison.
+func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	held, err := c.enterLarge(ctx, len(stored))
+	if err != nil {
+		return nil, err
+	}
+	defer c.leaveLarge(held)
+	return c.open(ctx, s, key, stored)
 }
 
 // open authenticates and unwraps stored bytes into the msgpack payload. The

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -98,7 +99,7 @@ func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
 	if c.l2 == nil {
 		if c.l1 != nil {
 			if b, ok := c.l1.Get(key); ok {
-				return append([]byte(nil), b...), nil
+				return chunked.Append(nil, b), nil
 			}
 		}
 		return nil, ErrNotFound

@@ -118,6 +118,17 @@ type Options struct {
 	// Default: 0, which New treats as 64 MiB.
 	MaxValueBytes int
 
+	// LargeValueConcurrency bounds how many large values (LargeValueBytes
+	// or more, encoded or stored) this Client seals or opens at once, in
+	// all its operations together; the others wait for a slot, as long as
+	// their ctx allows (a ctx that ends first returns its error). Sealing
+	// and opening a large value is CPU work of milliseconds per MiB:
+	// unbounded, a burst of large Sets occupies every P and small requests
+	// wait behind them. Default: 0, which New treats as GOMAXPROCS-1 (at
+	// New), at least 1, so one P stays free for everything else; negative:
+	// no bound.
+	LargeValueConcurrency int
+
 	// LoadTimeout bounds each GetOrLoad loader run, in the foreground or as
 	// an SWR refresh: the loader's ctx ends when it has passed, when Close
 	// is called, or (foreground) when every caller waiting for the load has

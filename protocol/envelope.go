@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"slices"
-
 	"github.com/zeebo/xxh3"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
@@ -185,18 +183,20 @@ func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
 	}
 	size := int(r.originalSize) // at most maxOriginal, which fits an int
 	start := len(dst)
-	dst = slices.Grow(dst, size)
+	if cap(dst)-start < size {
+		dst = chunked.Grow(dst, size)
+	}
 	out := dst[start : start+size]
 	if overlaps(out, env) {
 		return dst[:start], envelopeErr(ErrMalformed, "env overlaps dst's spare capacity")
 	}
 	n, err := uncompressBlock(src, out)
 	if err != nil {
-		clear(out)
+		chunked.Clear(out)
 		return dst[:start], envelopeErr(ErrMalformed, reasonBadBlock)
 	}
 	if n != size {
-		clear(out)
+		chunked.Clear(out)
 		return dst[:start], envelopeErr(ErrMalformed, reasonLength)
 	}
 	// chunked.XXH3 does not inline; a small value, nearly every one,
@@ -208,7 +208,7 @@ func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
 		sum = chunked.XXH3(out)
 	}
 	if sum != beUint64(r.checksum) {
-		clear(out)
+		chunked.Clear(out)
 		return dst[:start], envelopeErr(ErrChecksum, reasonChecksumMismatch)
 	}
 	return dst[:start+size], nil

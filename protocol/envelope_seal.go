@@ -91,11 +91,11 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	if err != nil || m <= 0 {
 		// Unreachable with a full-bound destination; refuse rather than
 		// emit an empty block no reader accepts.
-		clear(work)
+		chunked.Clear(work)
 		return dst[:start], envelopeErr(ErrMalformed, "lz4 compression failed")
 	}
 	if m > MaxEnvelopeCompressedSize {
-		clear(work)
+		chunked.Clear(work)
 		return dst[:start], envelopeErr(ErrTooLarge, "compressed_data exceeds 512 MiB")
 	}
 	head := 1 + binHeaderLen(m)
@@ -108,7 +108,7 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	out := dst[:start+head+m]
 	out = appendEnvelopeTail(out, chunked.XXH3(original), uint64(len(original)), format)
 	if len(out)-start > MaxEnvelopeOriginalSize {
-		clear(work)
+		chunked.Clear(work)
 		return dst[:start], envelopeErr(ErrTooLarge, "envelope exceeds 512 MiB")
 	}
 	return out, nil

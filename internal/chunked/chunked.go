@@ -33,6 +33,19 @@ func Observe(f func(n int)) (restore func()) {
 	return func() { observer.Store(prev) }
 }
 
+// oneShot, when set, makes every function here do its work in one call.
+var oneShot atomic.Bool
+
+// SetOneShot makes Copy, Clear, Append, Grow and XXH3 (and the callers that
+// consult OneShot: AES-GCM, LZ4 decoding) do their work in one call each, as
+// the built-ins and libraries they stand in for do, until it is called with
+// false. It exists so that a benchmark can run the one-shot path beside the
+// chunked one (serverbench --mode oneshot); nothing else should call it.
+func SetOneShot(on bool) { oneShot.Store(on) }
+
+// OneShot reports whether SetOneShot(true) is in effect.
+func OneShot() bool { return oneShot.Load() }
+
 // Note reports a piece of n bytes handed to an assembly call elsewhere
 // (AES-GCM chunks, LZ4 blocks) to the observer, if any.
 func Note(n int) {
@@ -51,14 +64,53 @@ func Copy(dst, src []byte) int {
 }
 
 func copyPieces(dst, src []byte) int {
+	if oneShot.Load() {
+		return copy(dst, src)
+	}
 	n := min(len(dst), len(src))
 	for off := 0; off < n; off += Size {
 		end := min(off+Size, n)
 		Note(end - off)
-		copy(dst[off:end], src[off:end])
+		copyPiece(dst[off:end], src[off:end])
 	}
 	return n
 }
+
+// copyPiece is one bounded copy. It must stay a real call: its prologue
+// is where a goroutine that the runtime asked to stop (for a GC, say)
+// notices. A loop of inlined copies has no such point, and the runtime's
+// fallback, a signal, almost always lands inside memmove, where it cannot
+// stop the goroutine, so the loop would run to its end as one stretch.
+//
+//go:noinline
+func copyPiece(dst, src []byte) { copy(dst, src) }
+
+// Clear is the built-in clear in pieces of at most Size bytes. It inlines
+// to a plain clear for a small b.
+func Clear(b []byte) {
+	if len(b) <= Size {
+		clear(b)
+		return
+	}
+	clearPieces(b)
+}
+
+func clearPieces(b []byte) {
+	if oneShot.Load() {
+		clear(b)
+		return
+	}
+	for off := 0; off < len(b); off += Size {
+		end := min(off+Size, len(b))
+		Note(end - off)
+		clearPiece(b[off:end])
+	}
+}
+
+// clearPiece is one bounded clear, a real call for the reason copyPiece is.
+//
+//go:noinline
+func clearPiece(b []byte) { clear(b) }
 
 // Append is append(dst, src...) with the copy done by Copy. src must not
 // overlap dst's spare capacity. It inlines to a plain append for a small
@@ -71,6 +123,9 @@ func Append(dst, src []byte) []byte {
 }
 
 func appendPieces(dst, src []byte) []byte {
+	if oneShot.Load() {
+		return append(dst, src...)
+	}
 	n := len(dst)
 	if cap(dst)-n < len(src) {
 		// A fresh allocation: the runtime zeroes large ones in
@@ -97,6 +152,9 @@ func Grow(dst []byte, n int) []byte {
 }
 
 func growPieces(dst []byte, n int) []byte {
+	if oneShot.Load() {
+		return slices.Grow(dst, n)
+	}
 	grown := make([]byte, len(dst), len(dst)+n)
 	Copy(grown, dst)
 	return grown
@@ -125,6 +183,9 @@ func XXH3(b []byte) uint64 {
 }
 
 func xxh3Pieces(b []byte) uint64 {
+	if oneShot.Load() {
+		return xxh3.Hash(b)
+	}
 	h := xxh3.New()
 	for off := 0; off < len(b); off += Size {
 		end := min(off+Size, len(b))

@@ -66,12 +66,45 @@ func TestNoPieceOverSize(t *testing.T) {
 	b := data(4*Size + 1)
 	XXH3(b)
 	Append(nil, b)
+	Clear(b)
+	Copy(make([]byte, len(b)), b)
 	restore()
-	if biggest > Size || pieces != 10 {
-		t.Fatalf("%d pieces, the largest %d bytes; want 10 of at most %d", pieces, biggest, Size)
+	if biggest > Size || pieces != 20 {
+		t.Fatalf("%d pieces, the largest %d bytes; want 20 of at most %d", pieces, biggest, Size)
 	}
 	XXH3(b)
-	if pieces != 10 {
+	if pieces != 20 {
 		t.Fatal("the observer outlived its restore")
+	}
+}
+
+// TestOneShot: under SetOneShot every function gives the same result in
+// one call (no piece is reported), and SetOneShot(false) restores pieces.
+func TestOneShot(t *testing.T) {
+	b := data(3*Size + 5)
+	var pieces int
+	defer Observe(func(int) { pieces++ })()
+	SetOneShot(true)
+	if !OneShot() {
+		t.Fatal("OneShot() = false after SetOneShot(true)")
+	}
+	sum := XXH3(b)
+	cp := make([]byte, len(b))
+	Copy(cp, b)
+	app := Append([]byte("x"), b)
+	g := Grow([]byte("ab"), 2*Size)
+	cl := append([]byte(nil), b...)
+	Clear(cl)
+	SetOneShot(false)
+	if pieces != 0 {
+		t.Fatalf("%d pieces reported in one-shot mode", pieces)
+	}
+	if sum != xxh3.Hash(b) || !bytes.Equal(cp, b) || !bytes.Equal(app[1:], b) || string(g) != "ab" || cap(g) < 2*Size+2 ||
+		!bytes.Equal(cl, make([]byte, len(b))) {
+		t.Fatal("one-shot results differ from the built-ins'")
+	}
+	XXH3(b)
+	if pieces != 4 {
+		t.Fatalf("after SetOneShot(false): %d pieces, want 4", pieces)
 	}
 }

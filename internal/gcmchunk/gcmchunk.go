@@ -27,6 +27,8 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
+
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 )
 
 const (
@@ -83,11 +85,15 @@ func (a *AEAD) Seal(dst, nonce, plaintext, aad []byte) []byte {
 	if len(nonce) != NonceSize {
 		panic("gcmchunk: incorrect nonce length")
 	}
+	if chunked.OneShot() {
+		return a.gcm.Seal(dst, nonce, plaintext, aad)
+	}
 	ret, out := sliceForAppend(dst, len(plaintext)+TagSize)
 	ctr := cipher.NewCTR(a.block, counter(nonce, 2))
 	z := a.absorb(elem{}, aad)
 	for off := 0; off < len(plaintext); off += a.chunk {
 		end := min(off+a.chunk, len(plaintext))
+		chunked.Note(end - off) // the size each of the two calls is given
 		ctr.XORKeyStream(out[off:end], plaintext[off:end])
 		z = a.absorb(z, out[off:end])
 	}
@@ -107,10 +113,19 @@ func (a *AEAD) Open(dst, nonce, sealed, aad []byte) ([]byte, error) {
 	if len(sealed) < TagSize {
 		return nil, ErrOpen
 	}
+	if chunked.OneShot() {
+		out, err := a.gcm.Open(dst, nonce, sealed, aad)
+		if err != nil {
+			return nil, ErrOpen
+		}
+		return out, nil
+	}
 	ct, want := sealed[:len(sealed)-TagSize], sealed[len(sealed)-TagSize:]
 	z := a.absorb(elem{}, aad)
 	for off := 0; off < len(ct); off += a.chunk {
-		z = a.absorb(z, ct[off:min(off+a.chunk, len(ct))])
+		end := min(off+a.chunk, len(ct))
+		chunked.Note(end - off)
+		z = a.absorb(z, ct[off:end])
 	}
 	t := a.tag(z, nonce, len(aad), len(ct))
 	if subtle.ConstantTimeCompare(t[:], want) != 1 {
@@ -120,6 +135,7 @@ func (a *AEAD) Open(dst, nonce, sealed, aad []byte) ([]byte, error) {
 	ctr := cipher.NewCTR(a.block, counter(nonce, 2))
 	for off := 0; off < len(ct); off += a.chunk {
 		end := min(off+a.chunk, len(ct))
+		chunked.Note(end - off)
 		ctr.XORKeyStream(out[off:end], ct[off:end])
 	}
 	return ret, nil
