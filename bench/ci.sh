@@ -40,6 +40,9 @@ go test -count=1 -short -run 'Alloc' -v . | grep -E '^(=== RUN|--- |PASS|FAIL|ok
 echo "== bench-ir --compare (callgrind instructions per op)"
 go run ./cmd/benchir -compare
 
+echo "== serverbench, tiny (1 MiB values, both paths): it must run; its numbers never gate"
+go run ./cmd/serverbench --value-size 1MiB --requests 4 --concurrency 2 --mode both
+
 echo "== short benchmark run (-count 5) vs bench/baseline.txt"
 new=$(mktemp)
 trap 'rm -f "$new"' EXIT

@@ -9,13 +9,16 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/trace"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
@@ -27,6 +30,7 @@ type childStats struct {
 	GCCycles        uint64  `json:"gc_cycles"`
 	MaxGCPauseNs    float64 `json:"max_gc_pause_ns"`
 	MaxGCStoppingNs float64 `json:"max_gc_stopping_ns"`
+	PeakHeapBytes   uint64  `json:"peak_heap_bytes"`
 	GOMAXPROCS      int     `json:"gomaxprocs"`
 }
 
@@ -37,7 +41,29 @@ const (
 	mPauses   = "/sched/pauses/total/gc:seconds"
 	mStopping = "/sched/pauses/stopping/gc:seconds"
 	mCycles   = "/gc/cycles/total:gc-cycles"
+	mHeap     = "/memory/classes/heap/objects:bytes"
 )
+
+// heapPeak samples the heap's object bytes every 2 ms and keeps the
+// largest sample since the last reset.
+type heapPeak struct{ peak atomic.Uint64 }
+
+func (h *heapPeak) run(stop <-chan struct{}) {
+	s := []metrics.Sample{{Name: mHeap}}
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		metrics.Read(s)
+		if v := s[0].Value.Uint64(); v > h.peak.Load() {
+			h.peak.Store(v)
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
 
 type snapshot struct {
 	at       time.Time
@@ -100,8 +126,16 @@ func cpuSeconds() float64 {
 }
 
 // runChild is the server process: it stores one large value per /set
-// through an encrypted Client (L1 + Redis) and answers /ping at once.
-func runChild(redisURL string, valueSize int) error {
+// through an encrypted Client (L1 + Redis) and answers /ping at once. In
+// mode "oneshot" the library does its large work the way it did before it
+// had a chunked path: every copy, hash, AES-GCM call and LZ4 decode in one
+// call, and no bound on concurrent large work.
+func runChild(redisURL string, valueSize int, mode string) error {
+	largeSlots := 0 // the library default
+	if mode == modeOneShot {
+		chunked.SetOneShot(true)
+		largeSlots = -1
+	}
 	l1 := int64(64 << 20)
 	if need := int64(valueSize) * 4; need > l1 {
 		l1 = need
@@ -113,7 +147,8 @@ func runChild(redisURL string, valueSize int) error {
 		Encryption: &encryption.Config{MasterKey: fixture.MasterKey},
 		// The value plus its msgpack header: a 64 MiB value is a few
 		// bytes over the default limit.
-		MaxValueBytes: valueSize + 1<<20,
+		MaxValueBytes:         valueSize + 1<<20,
+		LargeValueConcurrency: largeSlots,
 	})
 	if err != nil {
 		return err
@@ -124,6 +159,21 @@ func runChild(redisURL string, valueSize int) error {
 	}
 	value := fixture.NewRandomBytes(valueSize)
 
+	if path := os.Getenv(childEnv + "_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
+	var heap heapPeak
+	stopHeap := make(chan struct{})
+	defer close(stopHeap)
+	go heap.run(stopHeap)
 	var mu sync.Mutex
 	start := takeSnapshot()
 	mux := http.NewServeMux()
@@ -147,12 +197,14 @@ func runChild(redisURL string, valueSize int) error {
 	mux.HandleFunc("/stats/reset", func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		start = takeSnapshot()
+		heap.peak.Store(0)
 		mu.Unlock()
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		st := since(start, takeSnapshot())
+		st.PeakHeapBytes = heap.peak.Load()
 		mu.Unlock()
 		_ = json.NewEncoder(w).Encode(st)
 	})

@@ -5,9 +5,16 @@
 // --requests sets at --concurrency, and pings /ping every --ping-interval
 // the whole time. It reports wall time, sets/s, set p50/p95, pings
 // answered, ping p50/p99/max, the server's largest GC pause and GC
-// stop-the-world latency (runtime/metrics), and its CPU utilisation.
+// stop-the-world latency (runtime/metrics), its peak heap and its CPU
+// utilisation.
 //
-//	go run ./cmd/serverbench --value-size 64MiB
+// --mode chooses the library's path for large values: "chunked" (the
+// default, the library's own: bounded pieces, bounded concurrency),
+// "oneshot" (every copy, hash, AES-GCM call and LZ4 decode in one call, no
+// bound: how the library worked before), or "both", which runs the two
+// back to back and prints them side by side, one column each.
+//
+//	go run ./cmd/serverbench --value-size 64MiB --mode both
 //
 // Redis: CACHEKIT_REDIS_URL when set, else a private redis-server.
 package main
@@ -34,11 +41,19 @@ import (
 // childEnv marks the re-executed binary as the server.
 const childEnv = "CACHEKIT_SERVERBENCH_CHILD"
 
+// The library paths --mode chooses between.
+const (
+	modeChunked = "chunked"
+	modeOneShot = "oneshot"
+	modeBoth    = "both"
+)
+
 type options struct {
 	valueSize    int
 	requests     int
 	concurrency  int
 	pingInterval time.Duration
+	mode         string
 	json         bool
 }
 
@@ -70,7 +85,7 @@ func (s sizeFlag) Set(v string) error {
 func main() {
 	if os.Getenv(childEnv) == "1" {
 		size, _ := strconv.Atoi(os.Getenv(childEnv + "_SIZE"))
-		if err := runChild(os.Getenv(childEnv+"_REDIS"), size); err != nil {
+		if err := runChild(os.Getenv(childEnv+"_REDIS"), size, os.Getenv(childEnv+"_MODE")); err != nil {
 			fmt.Fprintln(os.Stderr, "serverbench child:", err)
 			os.Exit(1)
 		}
@@ -81,28 +96,39 @@ func main() {
 	flag.IntVar(&o.requests, "requests", 16, "number of /set requests")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "concurrent /set requests")
 	flag.DurationVar(&o.pingInterval, "ping-interval", 10*time.Millisecond, "interval between pings")
-	flag.BoolVar(&o.json, "json", false, "print the result as JSON")
+	flag.StringVar(&o.mode, "mode", modeChunked, "large-value path: chunked (the library's), oneshot, or both side by side")
+	flag.BoolVar(&o.json, "json", false, "print the results as JSON (an array, one object per mode)")
 	flag.Parse()
 	if o.requests < 1 || o.concurrency < 1 || o.pingInterval <= 0 {
 		fmt.Fprintln(os.Stderr, "serverbench: --requests, --concurrency and --ping-interval must be positive")
 		os.Exit(2)
 	}
-	res, err := run(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serverbench:", err)
-		os.Exit(1)
+	modes := map[string][]string{modeChunked: {modeChunked}, modeOneShot: {modeOneShot}, modeBoth: {modeOneShot, modeChunked}}[o.mode]
+	if modes == nil {
+		fmt.Fprintln(os.Stderr, "serverbench: --mode must be chunked, oneshot or both")
+		os.Exit(2)
+	}
+	var results []result
+	for _, m := range modes {
+		res, err := run(o, m)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "serverbench (%s): %v\n", m, err)
+			os.Exit(1)
+		}
+		results = append(results, res)
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		_ = enc.Encode(results)
 		return
 	}
-	res.print(os.Stdout)
+	printResults(os.Stdout, results)
 }
 
 // result is one serverbench run.
 type result struct {
+	Mode            string  `json:"mode"`
 	ValueSize       int     `json:"value_size"`
 	Requests        int     `json:"requests"`
 	Concurrency     int     `json:"concurrency"`
@@ -118,25 +144,41 @@ type result struct {
 	MaxGCPauseMs    float64 `json:"max_gc_pause_ms"`
 	MaxGCStoppingMs float64 `json:"max_gc_stopping_ms"`
 	GCCycles        uint64  `json:"gc_cycles"`
+	PeakHeapMiB     float64 `json:"peak_heap_mib"`
 	CPUCores        float64 `json:"cpu_cores"`
 	GOMAXPROCS      int     `json:"gomaxprocs"`
 }
 
-func (r result) print(w io.Writer) {
-	fmt.Fprintf(w, "serverbench: value %s, %d sets at concurrency %d, ping every %v\n",
-		humanSize(r.ValueSize), r.Requests, r.Concurrency, time.Duration(r.PingIntervalMs*float64(time.Millisecond)))
-	rows := [][2]string{
-		{"wall time", fmt.Sprintf("%.2f s", r.WallSeconds)},
-		{"sets/s", fmt.Sprintf("%.2f", r.SetsPerSecond)},
-		{"set p50 / p95", fmt.Sprintf("%.1f ms / %.1f ms", r.SetP50Ms, r.SetP95Ms)},
-		{"pings answered", strconv.Itoa(r.PingsAnswered)},
-		{"ping p50 / p99 / max", fmt.Sprintf("%.2f ms / %.2f ms / %.2f ms", r.PingP50Ms, r.PingP99Ms, r.PingMaxMs)},
-		{"max GC pause (STW total)", fmt.Sprintf("%.3f ms (%d GC cycles)", r.MaxGCPauseMs, r.GCCycles)},
-		{"max GC stopping latency", fmt.Sprintf("%.3f ms", r.MaxGCStoppingMs)},
-		{"server CPU", fmt.Sprintf("%.2f cores of GOMAXPROCS=%d", r.CPUCores, r.GOMAXPROCS)},
+// printResults prints one column per result, rows as the recrypt
+// benchmark's table has them.
+func printResults(w io.Writer, rs []result) {
+	r0 := rs[0]
+	fmt.Fprintf(w, "serverbench: value %s, %d sets at concurrency %d, ping every %v, GOMAXPROCS=%d\n",
+		humanSize(r0.ValueSize), r0.Requests, r0.Concurrency, time.Duration(r0.PingIntervalMs*float64(time.Millisecond)), r0.GOMAXPROCS)
+	rows := []struct {
+		name string
+		cell func(r result) string
+	}{
+		{"path", func(r result) string { return r.Mode }},
+		{"wall time", func(r result) string { return fmt.Sprintf("%.2f s", r.WallSeconds) }},
+		{"sets/s", func(r result) string { return fmt.Sprintf("%.2f", r.SetsPerSecond) }},
+		{"set p50 / p95", func(r result) string { return fmt.Sprintf("%.0f / %.0f ms", r.SetP50Ms, r.SetP95Ms) }},
+		{"pings answered", func(r result) string { return strconv.Itoa(r.PingsAnswered) }},
+		{"ping p50 / p99 / max", func(r result) string {
+			return fmt.Sprintf("%.2f / %.2f / %.2f ms", r.PingP50Ms, r.PingP99Ms, r.PingMaxMs)
+		}},
+		{"max GC pause (STW total)", func(r result) string { return fmt.Sprintf("%.3f ms", r.MaxGCPauseMs) }},
+		{"max GC stopping latency", func(r result) string { return fmt.Sprintf("%.3f ms", r.MaxGCStoppingMs) }},
+		{"GC cycles", func(r result) string { return strconv.FormatUint(r.GCCycles, 10) }},
+		{"peak heap", func(r result) string { return fmt.Sprintf("%.0f MiB", r.PeakHeapMiB) }},
+		{"server CPU", func(r result) string { return fmt.Sprintf("%.2f cores", r.CPUCores) }},
 	}
 	for _, row := range rows {
-		fmt.Fprintf(w, "  %-26s %s\n", row[0], row[1])
+		fmt.Fprintf(w, "  %-26s", row.name)
+		for _, r := range rs {
+			fmt.Fprintf(w, " %-26s", row.cell(r))
+		}
+		fmt.Fprintln(w)
 	}
 }
 
@@ -150,7 +192,7 @@ func humanSize(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func run(o options) (result, error) {
+func run(o options, mode string) (result, error) {
 	rs, err := redisserver.Start()
 	if err != nil {
 		return result{}, err
@@ -161,7 +203,7 @@ func run(o options) (result, error) {
 		return result{}, err
 	}
 	child := exec.Command(exe)
-	child.Env = append(os.Environ(), childEnv+"=1", childEnv+"_SIZE="+strconv.Itoa(o.valueSize), childEnv+"_REDIS="+rs.URL())
+	child.Env = append(os.Environ(), childEnv+"=1", childEnv+"_SIZE="+strconv.Itoa(o.valueSize), childEnv+"_REDIS="+rs.URL(), childEnv+"_MODE="+mode)
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -204,7 +246,9 @@ func run(o options) (result, error) {
 	if err := get(hc, base+"/stats/reset", "ok"); err != nil {
 		return result{}, err
 	}
-	return measure(hc, base, o)
+	res, err := measure(hc, base, o)
+	res.Mode = mode
+	return res, err
 }
 
 func measure(hc *http.Client, base string, o options) (result, error) {
@@ -267,6 +311,7 @@ func measure(hc *http.Client, base string, o options) (result, error) {
 		PingMaxMs:      ms(quantile(pings, 1)),
 		MaxGCPauseMs:   st.MaxGCPauseNs / 1e6, MaxGCStoppingMs: st.MaxGCStoppingNs / 1e6,
 		GCCycles: st.GCCycles, GOMAXPROCS: st.GOMAXPROCS,
+		PeakHeapMiB: float64(st.PeakHeapBytes) / (1 << 20),
 	}
 	if st.WallSeconds > 0 {
 		res.CPUCores = st.CPUSeconds / st.WallSeconds
