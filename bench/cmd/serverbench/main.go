@@ -17,6 +17,9 @@
 //	go run ./cmd/serverbench --value-size 64MiB --mode both
 //
 // Redis: CACHEKIT_REDIS_URL when set, else a private redis-server.
+// CACHEKIT_SERVERBENCH_CHILD_TRACE=FILE makes the server write a runtime
+// execution trace (go tool trace FILE): where a goroutine ran long without
+// a preemption point shows there.
 package main
 
 import (
