@@ -85,7 +85,7 @@ func TestAllocBudgetGetOrLoadHit(t *testing.T) {
 		return fixture.Record{}, nil
 	}
 	var err error
-	allocs := testing.AllocsPerRun(500, func() { _, err = cachekit.GetOrLoad(bg, c, "k", time.Hour, loader) })
+	allocs := testing.AllocsPerRun(500, func() { _, err = cachekit.GetOrLoadTTL(bg, c, "k", time.Hour, loader) })
 	if err != nil {
 		t.Fatal(err)
 	}

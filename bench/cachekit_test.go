@@ -162,7 +162,7 @@ func benchGetOrLoadHit(b *testing.B) {
 	}
 	b.SetBytes(100)
 	run(b, how{}, func() struct{} { return struct{}{} }, func(*struct{}) error {
-		_, err := cachekit.GetOrLoad(bg, c, key, time.Hour, loader)
+		_, err := cachekit.GetOrLoadTTL(bg, c, key, time.Hour, loader)
 		return err
 	})
 }

@@ -198,7 +198,7 @@ func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
 	_, checks["Exists"] = c.Exists(bg, "k")
 	_, checks["GetBytes"] = c.GetBytes(bg, "k")
 	_, checks["MGet"] = MGet[int](bg, c, []string{"k"})
-	_, checks["GetOrLoad"] = GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (int, error) { return 1, nil })
+	_, checks["GetOrLoad"] = GetOrLoadTTL(bg, c, "k", time.Minute, func(ctx context.Context) (int, error) { return 1, nil })
 	for name, err := range checks {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)

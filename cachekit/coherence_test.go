@@ -185,7 +185,7 @@ func TestCoherenceMGetSet(t *testing.T) {
 func TestCoherenceLoaderStoreSet(t *testing.T) {
 	c, h, raw := heldClient(t, "set", "k", Options{})
 	r := async(func() error {
-		_, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
+		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
 		return err
 	})
 	<-h.Held() // the loader's value is in Redis, not yet in L1

@@ -63,7 +63,7 @@ func ExampleGetOrLoad() {
 	loads := 0
 	load := func(ctx context.Context) (string, error) { loads++; return "expensive result", nil }
 	for range 3 {
-		v, _ := cachekit.GetOrLoad(context.Background(), client, "report:2026", time.Minute, load)
+		v, _ := cachekit.GetOrLoadTTL(context.Background(), client, "report:2026", time.Minute, load)
 		fmt.Println(v)
 	}
 	fmt.Println("loads:", loads, "in redis:", mr.Exists("report:2026"))

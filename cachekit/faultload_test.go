@@ -93,7 +93,7 @@ func (l *faultLoad) work() {
 		case n < 8:
 			op = "getorload"
 			var v string
-			if v, err = GetOrLoad(ctx, l.c, key, time.Minute, func(context.Context) (string, error) {
+			if v, err = GetOrLoadTTL(ctx, l.c, key, time.Minute, func(context.Context) (string, error) {
 				return fmt.Sprint(key, "|", l.seq.Add(1)), nil
 			}); err == nil {
 				got = []string{key, v}

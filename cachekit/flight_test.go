@@ -22,7 +22,7 @@ func TestCloseCancelsBlockedLoader(t *testing.T) {
 	loaderErr := make(chan error, 1)
 	callerErr := make(chan error, 1)
 	go func() {
-		_, err := GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
+		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
 			close(started)
 			<-ctx.Done()
 			loaderErr <- ctx.Err()
@@ -55,7 +55,7 @@ func TestAbandonedLoadDoesNotWedgeKey(t *testing.T) {
 	loaderCtx := make(chan context.Context, 1)
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
-	_, err := GetOrLoad(ctx, c, "k", time.Minute, func(lctx context.Context) (string, error) {
+	_, err := GetOrLoadTTL(ctx, c, "k", time.Minute, func(lctx context.Context) (string, error) {
 		loaderCtx <- lctx
 		<-unstick // ignores its ctx
 		return "stale", nil
@@ -70,7 +70,7 @@ func TestAbandonedLoadDoesNotWedgeKey(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(bg, time.Second)
 	defer cancel2()
-	v, err := GetOrLoad(ctx2, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
+	v, err := GetOrLoadTTL(ctx2, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
 	if err != nil || v != "fresh" {
 		t.Fatalf("next GetOrLoad = %q, %v; want its own load", v, err)
 	}
@@ -85,7 +85,7 @@ func TestLoaderIgnoringCtxDoesNotHoldCallers(t *testing.T) {
 	defer close(unstick)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) {
+		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) {
 			<-unstick
 			return "late", nil
 		})
@@ -99,7 +99,7 @@ func TestLoaderIgnoringCtxDoesNotHoldCallers(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("GetOrLoad still waiting a second after LoadTimeout (50ms) for a loader that ignores its ctx")
 	}
-	v, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
+	v, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
 	if err != nil || v != "fresh" {
 		t.Fatalf("next GetOrLoad = %q, %v; want its own load", v, err)
 	}
@@ -122,7 +122,7 @@ func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
 	}
 	patient := make(chan error, 1)
 	go func() {
-		v, err := GetOrLoad(bg, c, "k", time.Minute, load)
+		v, err := GetOrLoadTTL(bg, c, "k", time.Minute, load)
 		if err == nil && v != "v" {
 			err = errors.New("wrong value " + v)
 		}
@@ -132,7 +132,7 @@ func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() {
-		_, err := GetOrLoad(ctx, c, "k", time.Minute, load)
+		_, err := GetOrLoadTTL(ctx, c, "k", time.Minute, load)
 		done <- err
 	}()
 	// The impatient caller joins the flight, then gives up.
@@ -151,7 +151,7 @@ func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
 func TestLoadTimeoutBoundsLoader(t *testing.T) {
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, LoadTimeout: 50 * time.Millisecond})
 	deadline := make(chan bool, 1)
-	_, err := GetOrLoad(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
+	_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {
 		_, ok := ctx.Deadline()
 		deadline <- ok
 		<-ctx.Done()

@@ -58,7 +58,7 @@ func (h *history) run(t *testing.T, c *Client, keys []string, ops int, r *rand.R
 				t.Errorf("Delete: %v", err)
 			}
 		case n < 75:
-			v, err := GetOrLoad(bg, c, k, time.Minute, func(context.Context) (string, error) { return h.next("load"), nil })
+			v, err := GetOrLoadTTL(bg, c, k, time.Minute, func(context.Context) (string, error) { return h.next("load"), nil })
 			h.check(t, "GetOrLoad", v, err)
 		case n < 85:
 			if err := c.MSet(bg, map[string]any{k: h.next("mset"), k2: h.next("mset")}, time.Minute); err != nil {

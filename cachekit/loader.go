@@ -7,13 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 // GetOrLoad returns the T cached under key or, on a miss, runs load, stores
-// its result for ttl and returns it.
+// its result for Options.DefaultTTL and returns it. It is GetOrLoadTTL with
+// the Client's default TTL; everything said there holds here.
+func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(context.Context) (T, error)) (T, error) {
+	return GetOrLoadTTL(ctx, c, key, c.defaultTTL, load)
+}
+
+// GetOrLoadTTL returns the T cached under key or, on a miss, runs load,
+// stores its result for ttl and returns it. The loader may choose another
+// TTL for what it returns by calling OverrideTTL with its ctx, and may
+// return ErrNotFound (or an error wrapping it): that error is returned to
+// every waiting caller and nothing is cached, as with any loader error.
 //
 // Concurrent callers in this process share one load per key (single-flight).
 // Each caller's ctx is honoured: a caller whose ctx ends gets ctx.Err() at
@@ -21,8 +32,8 @@ import (
 // first caller's values but not its cancellation; it ends when
 // Options.LoadTimeout (default 30 s) has passed, when Close is called, or
 // when every caller waiting for it has given up; callers stop waiting for
-// it then too (even if the loader ignores its ctx), and the next GetOrLoad
-// of the key starts a new load rather than joining the abandoned one.
+// it then too (even if the loader ignores its ctx), and the next call for
+// the key starts a new load rather than joining the abandoned one.
 // Loader errors are returned to every waiting caller and never cached.
 // With Options.LockTTL set, the load also takes a Redis lock ({key}:lock,
 // SET NX PX) so one instance of a fleet loads while others wait for its
@@ -30,10 +41,10 @@ import (
 //
 // An entry that exists but cannot be opened (tampered, wrong key) is
 // replaced by a fresh load; a Redis error is returned, except under
-// FailOpen, where an unreachable Redis makes GetOrLoad run the loader and
+// FailOpen, where an unreachable Redis makes GetOrLoadTTL run the loader and
 // return its value without storing it (no second read, lock or write to a
 // failing Redis).
-func GetOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
+func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if _, err := protocol.NormalizeTTL(ttl); err != nil {
 		return zero, err
@@ -79,7 +90,7 @@ func loadable(err error) bool {
 func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (any, error) {
 	if degraded {
 		c.stats.loads.Add(1)
-		v, err := load(ctx)
+		v, _, err := runLoader(ctx, load, ttl)
 		if err != nil {
 			c.stats.loadErrors.Add(1)
 			return nil, err
@@ -104,7 +115,7 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		defer unlock()
 	}
 	c.stats.loads.Add(1)
-	v, err := load(ctx)
+	v, ttl, err := runLoader(ctx, load, ttl)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return nil, err
@@ -119,6 +130,41 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		c.warn("GetOrLoad could not store the loaded value", key, err)
 	}
 	return v, nil
+}
+
+// ttlOverride is where OverrideTTL leaves a loader's TTL; the loader's ctx
+// carries it.
+type ttlOverride struct{ ttl atomic.Int64 }
+
+type ttlOverrideKey struct{}
+
+// OverrideTTL, called from a GetOrLoad, GetOrLoadTTL or MGetOrLoad loader
+// with the ctx the loader was given, makes the value the loader returns be
+// cached for ttl instead of the TTL the call was given (as rueidisaside's
+// OverrideCacheTTL does): a loader that learns how long its answer stays
+// true, from an HTTP Cache-Control header say, sets it here. The last call
+// wins. It returns ErrInvalidTTL for a ttl the protocol refuses (zero,
+// negative, over 30 days), and has no effect on a ctx that is not a
+// loader's.
+func OverrideTTL(ctx context.Context, ttl time.Duration) error {
+	if _, err := normalizeTTL(ttl); err != nil {
+		return err
+	}
+	if o, ok := ctx.Value(ttlOverrideKey{}).(*ttlOverride); ok {
+		o.ttl.Store(int64(ttl))
+	}
+	return nil
+}
+
+// runLoader runs load with a ctx that OverrideTTL can reach, and returns
+// its value with the TTL to store it for: ttl, or the loader's override.
+func runLoader[T any](ctx context.Context, load func(context.Context) (T, error), ttl time.Duration) (T, time.Duration, error) {
+	o := new(ttlOverride)
+	v, err := load(context.WithValue(ctx, ttlOverrideKey{}, o))
+	if d := time.Duration(o.ttl.Load()); d != 0 {
+		ttl = d
+	}
+	return v, ttl, err
 }
 
 // lockOrWait takes the distributed lock for key. When another instance

@@ -25,7 +25,7 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := GetOrLoad(bg, c, "user:42", time.Minute, loader)
+			p, err := GetOrLoadTTL(bg, c, "user:42", time.Minute, loader)
 			if err == nil && p.Name != sampleProfile().Name {
 				err = errors.New("wrong value")
 			}
@@ -45,7 +45,7 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 		t.Fatalf("loader ran %d times, want 1", n)
 	}
 	// Stored: a later call is a hit without the loader.
-	if _, err := GetOrLoad(bg, c, "user:42", time.Minute, func(context.Context) (profile, error) {
+	if _, err := GetOrLoadTTL(bg, c, "user:42", time.Minute, func(context.Context) (profile, error) {
 		return profile{}, errors.New("loader must not run on a hit")
 	}); err != nil {
 		t.Fatal(err)
@@ -66,13 +66,13 @@ func TestGetOrLoadCancelledWaiterDoesNotCancelLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() {
-		_, err := GetOrLoad(ctx, c, "k", time.Minute, loader)
+		_, err := GetOrLoadTTL(ctx, c, "k", time.Minute, loader)
 		done <- err
 	}()
 	other := make(chan string, 1)
 	time.Sleep(20 * time.Millisecond)
 	go func() {
-		v, _ := GetOrLoad(bg, c, "k", time.Minute, loader)
+		v, _ := GetOrLoadTTL(bg, c, "k", time.Minute, loader)
 		other <- v
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -92,17 +92,17 @@ func TestGetOrLoadCancelledWaiterDoesNotCancelLoad(t *testing.T) {
 func TestGetOrLoadErrorsAreNotCached(t *testing.T) {
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	boom := errors.New("backend of record down")
-	if _, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
+	if _, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("got %v", err)
 	}
-	v, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 7, nil })
+	v, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 7, nil })
 	if err != nil || v != 7 {
 		t.Fatalf("after a failed load: %d %v", v, err)
 	}
 	if st := c.Stats(); st.Loads != 2 || st.LoadErrors != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if _, err := GetOrLoad(bg, c, "k", 0, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrInvalidTTL) {
+	if _, err := GetOrLoadTTL(bg, c, "k", 0, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrInvalidTTL) {
 		t.Fatalf("zero ttl: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestGetOrLoadDistributedLockAcrossClients(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if v, err := GetOrLoad(bg, c, "shared", time.Minute, loader); err != nil || v != "v" {
+			if v, err := GetOrLoadTTL(bg, c, "shared", time.Minute, loader); err != nil || v != "v" {
 				t.Errorf("got %q %v", v, err)
 			}
 		}()
@@ -142,7 +142,7 @@ func TestGetOrLoadReplacesTamperedEntry(t *testing.T) {
 	if err := rdb.Set(bg, "k", []byte("not a sealed entry at all, just junk"), time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	v, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
+	v, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "fresh", nil })
 	if err != nil || v != "fresh" {
 		t.Fatalf("%q %v", v, err)
 	}

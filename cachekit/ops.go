@@ -3,32 +3,29 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
-// Delete removes key from L2 and then from L1, whatever L2 answered, so this
-// process never serves the deleted value from L1.
-func (c *Client) Delete(ctx context.Context, key string) error {
+// Delete removes keys from L2 and then from L1, whatever L2 answered, so
+// this process never serves a deleted value from L1. Several keys go to
+// Redis in one round trip (one DEL per hash slot on a cluster). Deleting a
+// key that is not cached is not an error.
+func (c *Client) Delete(ctx context.Context, keys ...string) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
 	var err error
-	if c.l2 != nil {
-		full := c.fullKey(key)
-		err = c.rel.do(ctx, "del", func(ctx context.Context) error {
-			if c.inv == nil {
-				_, err := c.l2.Delete(ctx, full)
-				return err
-			}
-			_, err := c.l2.DeletePublish(ctx, full, c.inv.channel, c.publishMsg(key))
-			return err
-		})
+	if c.l2 != nil && len(keys) > 0 {
+		err = c.rel.do(ctx, "del", func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
 		if be := (*BackendError)(nil); errors.As(err, &be) && be.Op == "publish" {
 			c.inv.publishFailures.Add(1)
-			c.warn("invalidation not published after Delete", key, err)
+			c.warn("invalidation not published after Delete", keys[0], err)
 			err = nil
 		}
 		if err != nil {
@@ -38,8 +35,104 @@ func (c *Client) Delete(ctx context.Context, key string) error {
 			c.met.add(ctx, opDelOK)
 		}
 	}
-	c.dropL1(key)
+	for _, k := range keys {
+		c.dropL1(k)
+	}
 	return err
+}
+
+// deleteL2 sends Delete's commands: one DEL (or DEL and PUBLISH in one
+// round trip) for one key, DELs then the PUBLISHes for several.
+func (c *Client) deleteL2(ctx context.Context, keys []string) error {
+	if len(keys) == 1 {
+		full := c.fullKey(keys[0])
+		if c.inv == nil {
+			_, err := c.l2.Delete(ctx, full)
+			return err
+		}
+		_, err := c.l2.DeletePublish(ctx, full, c.inv.channel, c.publishMsg(keys[0]))
+		return err
+	}
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = c.fullKey(k)
+	}
+	if _, err := c.l2.Delete(ctx, full...); err != nil || c.inv == nil {
+		return err
+	}
+	msgs := make([][]byte, len(keys))
+	for i, k := range keys {
+		msgs[i] = c.publishMsg(k)
+	}
+	return c.l2.Publish(ctx, c.inv.channel, msgs...)
+}
+
+// Touch sets the time to live of key to ttl (Redis PEXPIRE) without
+// reading or rewriting its value, and returns ErrNotFound when key is not
+// cached. This process's L1 copy takes the new expiry (unless another
+// write of key overlapped); other instances' L1 copies keep theirs.
+func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	ttl, err := protocol.NormalizeTTL(ttl)
+	if err != nil {
+		return err
+	}
+	if c.l2 == nil {
+		ver := c.l1.Version(key)
+		b, ok := c.l1.Get(key)
+		if !ok {
+			return ErrNotFound
+		}
+		c.l1.SetIfVersion(key, b, ttl, ver) // false: a newer write won
+		return nil
+	}
+	t := c.ticket(key)
+	var found bool
+	err = c.rel.do(ctx, "expire", func(ctx context.Context) error {
+		var err error
+		found, err = c.l2.Expire(ctx, c.fullKey(key), ttl)
+		return err
+	})
+	switch {
+	case err != nil:
+		c.stats.l2Errors.Add(1)
+		c.dropL1(key) // the expiry in Redis is unknown
+		return err
+	case !found:
+		c.dropL1(key)
+		return ErrNotFound
+	}
+	if c.l1 != nil {
+		if b, ok := c.l1.Get(key); ok {
+			c.admit(key, t, b, ttl, false)
+		}
+	}
+	if c.swr != nil {
+		c.swr.rewritten(key, c.now(), ttl)
+	}
+	return nil
+}
+
+// DeleteLocal drops keys from this process's L1 only (Redis and other
+// instances are untouched): the next read of each goes to Redis. It is a
+// no-op without L1.
+func (c *Client) DeleteLocal(keys ...string) {
+	for _, k := range keys {
+		c.dropL1(k)
+	}
+}
+
+// FlushLocal empties this process's L1 (Redis and other instances are
+// untouched). It is a no-op without L1.
+func (c *Client) FlushLocal() {
+	if c.l1 != nil {
+		c.l1.Clear()
+	}
+	if c.swr != nil {
+		c.swr.forgetAll()
+	}
 }
 
 // Exists reports whether key is cached in L1 or L2. It does not open the
@@ -114,4 +207,30 @@ func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return b, err
+}
+
+// getWithTTL decodes key's value into dst and returns how long its entry
+// has left (see GetWithTTL).
+func (c *Client) getWithTTL(ctx context.Context, key string, dst any) (time.Duration, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
+	}
+	s := getScratch()
+	defer putScratch(s)
+	payload, tier, left, err := c.loadTTL(ctx, s, key, true)
+	if err != nil {
+		return 0, err
+	}
+	if tier == TierL1 {
+		// What L1 holds key for now (a write after the read above may
+		// have replaced the entry: then it is the newer entry's).
+		left, _ = c.l1.Remaining(key)
+	}
+	if err := c.decode(payload, dst); err != nil {
+		return 0, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+	}
+	return left, nil
 }

@@ -38,7 +38,7 @@ func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
 		t.Fatalf("Get with the vault down = %v (%T), want a *ProviderError only", err, err)
 	}
 	loaded := false
-	_, err = GetOrLoad(bg, r, "k", time.Minute, func(context.Context) (string, error) { loaded = true; return "overwrite", nil })
+	_, err = GetOrLoadTTL(bg, r, "k", time.Minute, func(context.Context) (string, error) { loaded = true; return "overwrite", nil })
 	if !errors.As(err, &pe) || loaded {
 		t.Fatalf("GetOrLoad with the vault down = %v, loader ran: %v", err, loaded)
 	}
@@ -65,7 +65,7 @@ func TestProviderBadKeysAreNotACorruptEntry(t *testing.T) {
 	}
 	r := newClient(t, Options{Redis: rdb, Encryption: &encryption.Config{Provider: provider}})
 	loaded := false
-	_, err := GetOrLoad(bg, r, "k", time.Minute, func(context.Context) (string, error) { loaded = true; return "x", nil })
+	_, err := GetOrLoadTTL(bg, r, "k", time.Minute, func(context.Context) (string, error) { loaded = true; return "x", nil })
 	var ee *EntryError
 	if err == nil || errors.As(err, &ee) || loaded || !errors.Is(err, encryption.ErrInvalidConfig) {
 		t.Fatalf("GetOrLoad with a provider returning a 16-byte key = %v (loader ran: %v)", err, loaded)

@@ -130,7 +130,7 @@ func TestFailOpenGetOrLoadLoads(t *testing.T) {
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Reliability: &Reliability{FailOpen: true, MaxAttempts: 1}})
 	srv.Stop()
 	t.Cleanup(srv.Restart)
-	v, err := GetOrLoad(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 7, nil })
+	v, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 7, nil })
 	if err != nil || v != 7 {
 		t.Fatalf("GetOrLoad during outage: %d, %v", v, err)
 	}

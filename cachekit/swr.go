@@ -258,7 +258,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		}
 	}()
 	c.stats.loads.Add(1)
-	v, err := load(ctx)
+	v, ttl, err := runLoader(ctx, load, ttl)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return err

@@ -37,16 +37,16 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 		}
 		return version.Add(1), nil
 	}
-	if v, err := GetOrLoad(bg, c, "k", swrTTL, load); err != nil || v != 1 {
+	if v, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil || v != 1 {
 		t.Fatalf("cold: %d, %v", v, err)
 	}
-	if v, _ := GetOrLoad(bg, c, "k", swrTTL, load); v != 1 || c.swr.started.Load() != 0 {
+	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != 1 || c.swr.started.Load() != 0 {
 		t.Fatalf("fresh entry refreshed: %d, started %d", v, c.swr.started.Load())
 	}
 	time.Sleep(700 * time.Millisecond)
 	blocked.Store(true)
 	// Due: returned at once (the loader is blocked) and a refresh starts.
-	if v, err := GetOrLoad(bg, c, "k", swrTTL, load); err != nil || v != 1 {
+	if v, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil || v != 1 {
 		t.Fatalf("stale read: %d, %v", v, err)
 	}
 	if c.swr.started.Load() != 1 {
@@ -54,7 +54,7 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 	}
 	// One refresh per key: more reads while it runs start nothing.
 	for range 5 {
-		if v, _ := GetOrLoad(bg, c, "k", swrTTL, load); v != 1 {
+		if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != 1 {
 			t.Fatalf("stale read during refresh: %d", v)
 		}
 	}
@@ -79,11 +79,11 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 		}
 		return "loaded", nil
 	}
-	if _, err := GetOrLoad(bg, c, "k", swrTTL, load); err != nil {
+	if _, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
-	if v, _ := GetOrLoad(bg, c, "k", swrTTL, load); v != "loaded" {
+	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != "loaded" {
 		t.Fatalf("stale read: %q", v)
 	}
 	waitFor(t, func() bool { return calls.Load() == 2 })
@@ -116,15 +116,15 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 		return "secret-value", nil
 	}
 	const key = "user:secret-key"
-	if _, err := GetOrLoad(bg, c, key, swrTTL, load); err != nil {
+	if _, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
-	if v, err := GetOrLoad(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
+	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("stale read: %q, %v", v, err)
 	}
 	waitFor(t, func() bool { return c.swr.failed.Load() == 1 })
-	if v, err := GetOrLoad(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
+	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("after a failed refresh: %q, %v", v, err)
 	}
 	// The refresh goroutine counts the failure, then logs it: wait for both.
@@ -157,14 +157,14 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 		return 1, nil
 	}
 	for _, k := range []string{"a", "b"} {
-		if _, err := GetOrLoad(bg, c, k, swrTTL, load); err != nil {
+		if _, err := GetOrLoadTTL(bg, c, k, swrTTL, load); err != nil {
 			t.Fatal(err)
 		}
 	}
 	time.Sleep(700 * time.Millisecond)
 	refreshing.Store(true)
 	for _, k := range []string{"a", "b"} {
-		if _, err := GetOrLoad(bg, c, k, swrTTL, load); err != nil {
+		if _, err := GetOrLoadTTL(bg, c, k, swrTTL, load); err != nil {
 			t.Fatal(err)
 		}
 	}

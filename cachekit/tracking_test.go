@@ -185,7 +185,7 @@ func TestL1NeverOutlivesRedisTTL(t *testing.T) {
 
 // getOrLoadOneSecond loads "v" under key for one second.
 func getOrLoadOneSecond(c *Client, key string) (string, error) {
-	return GetOrLoad(bg, c, key, time.Second, func(context.Context) (string, error) { return "v", nil })
+	return GetOrLoadTTL(bg, c, key, time.Second, func(context.Context) (string, error) { return "v", nil })
 }
 
 // waitWithin polls cond until it holds, failing after limit.

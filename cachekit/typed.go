@@ -17,11 +17,41 @@ func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 	return v, nil
 }
 
+// GetWithTTL returns the T stored under key and how long the entry has
+// left: on an L1 hit, what L1 holds it for (the TTL it was stored or
+// backfilled with, counted down); otherwise Redis's PTTL, read in the same
+// round trip as the value. 0 means the entry has no expiry (a key written
+// without one by another tool).
+func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Duration, error) {
+	var v T
+	left, err := c.getWithTTL(ctx, key, &v)
+	if err != nil {
+		var zero T
+		return zero, 0, err
+	}
+	return v, left, nil
+}
+
+// MSet stores every value of items under its key for Options.DefaultTTL,
+// in one pipelined round trip to Redis; see Client.MSet.
+func MSet[T any](ctx context.Context, c *Client, items map[string]T) error {
+	return MSetWithTTL(ctx, c, items, c.defaultTTL)
+}
+
+// MSetWithTTL is MSet with a TTL.
+func MSetWithTTL[T any](ctx context.Context, c *Client, items map[string]T, ttl time.Duration) error {
+	boxed := make(map[string]any, len(items))
+	for k, v := range items {
+		boxed[k] = v
+	}
+	return c.MSet(ctx, boxed, ttl)
+}
+
 // Typed is a view of a Client for values of one type T: the generic API
 // without repeating the type parameter at each call.
 //
 //	users := cachekit.NewTyped[User](client)
-//	u, err := users.GetOrLoad(ctx, "user:42", time.Minute, loadUser)
+//	u, err := users.GetOrLoad(ctx, "user:42", loadUser)
 type Typed[T any] struct{ c *Client }
 
 // NewTyped returns a typed view of c.
@@ -33,6 +63,12 @@ func (t Typed[T]) Client() *Client { return t.c }
 // Get returns the T stored under key, or ErrNotFound.
 func (t Typed[T]) Get(ctx context.Context, key string) (T, error) { return Get[T](ctx, t.c, key) }
 
+// GetWithTTL returns the T stored under key and how long it has left; see
+// the package-level GetWithTTL.
+func (t Typed[T]) GetWithTTL(ctx context.Context, key string) (T, time.Duration, error) {
+	return GetWithTTL[T](ctx, t.c, key)
+}
+
 // Set stores v under key for the Client's DefaultTTL.
 func (t Typed[T]) Set(ctx context.Context, key string, v T) error { return t.c.Set(ctx, key, v) }
 
@@ -41,13 +77,54 @@ func (t Typed[T]) SetWithTTL(ctx context.Context, key string, v T, ttl time.Dura
 	return t.c.SetWithTTL(ctx, key, v, ttl)
 }
 
-// Delete removes key from both tiers.
-func (t Typed[T]) Delete(ctx context.Context, key string) error { return t.c.Delete(ctx, key) }
+// SetIfAbsent stores v under key for ttl only if key is not cached; see
+// Client.SetIfAbsent.
+func (t Typed[T]) SetIfAbsent(ctx context.Context, key string, v T, ttl time.Duration) (bool, error) {
+	return t.c.SetIfAbsent(ctx, key, v, ttl)
+}
 
-// GetOrLoad returns the cached T or loads, stores and returns it; see the
-// package-level GetOrLoad.
-func (t Typed[T]) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
-	return GetOrLoad(ctx, t.c, key, ttl, load)
+// SetIfPresent stores v under key for ttl only if key is cached; see
+// Client.SetIfPresent.
+func (t Typed[T]) SetIfPresent(ctx context.Context, key string, v T, ttl time.Duration) (bool, error) {
+	return t.c.SetIfPresent(ctx, key, v, ttl)
+}
+
+// MSet stores every value of items for the Client's DefaultTTL in one
+// round trip.
+func (t Typed[T]) MSet(ctx context.Context, items map[string]T) error {
+	return MSet(ctx, t.c, items)
+}
+
+// MSetWithTTL stores every value of items for ttl in one round trip.
+func (t Typed[T]) MSetWithTTL(ctx context.Context, items map[string]T, ttl time.Duration) error {
+	return MSetWithTTL(ctx, t.c, items, ttl)
+}
+
+// Delete removes keys from both tiers.
+func (t Typed[T]) Delete(ctx context.Context, keys ...string) error { return t.c.Delete(ctx, keys...) }
+
+// Exists reports whether key is cached; see Client.Exists.
+func (t Typed[T]) Exists(ctx context.Context, key string) (bool, error) { return t.c.Exists(ctx, key) }
+
+// TTL returns the remaining lifetime of key in Redis; see Client.TTL.
+func (t Typed[T]) TTL(ctx context.Context, key string) (time.Duration, error) {
+	return t.c.TTL(ctx, key)
+}
+
+// Touch sets key's time to live to ttl; see Client.Touch.
+func (t Typed[T]) Touch(ctx context.Context, key string, ttl time.Duration) error {
+	return t.c.Touch(ctx, key, ttl)
+}
+
+// GetOrLoad returns the cached T or loads, stores (for the Client's
+// DefaultTTL) and returns it; see the package-level GetOrLoad.
+func (t Typed[T]) GetOrLoad(ctx context.Context, key string, load func(context.Context) (T, error)) (T, error) {
+	return GetOrLoad(ctx, t.c, key, load)
+}
+
+// GetOrLoadTTL is GetOrLoad with a TTL; see the package-level GetOrLoadTTL.
+func (t Typed[T]) GetOrLoadTTL(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
+	return GetOrLoadTTL(ctx, t.c, key, ttl, load)
 }
 
 // MGet returns the cached values of keys, one round trip to Redis for the

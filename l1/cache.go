@@ -149,6 +149,21 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	return v.val, true
 }
 
+// Remaining returns how long key's entry has left before it expires (at
+// most the ttl it was stored with), or false when the cache does not hold
+// key or the entry has expired. It counts neither a hit nor a miss.
+func (c *Cache) Remaining(key string) (time.Duration, bool) {
+	ei, ok := c.index.Load(key)
+	if !ok {
+		return 0, false
+	}
+	left := ei.(*entry).cur.Load().exp - c.now()
+	if left <= 0 {
+		return 0, false
+	}
+	return time.Duration(left), true
+}
+
 // Set stores val under key for ttl (shortened by the configured jitter) and
 // advances the key's Version. The cache keeps val: the caller must not
 // modify it afterwards.

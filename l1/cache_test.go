@@ -434,3 +434,28 @@ func TestShardIsOneCacheLine(t *testing.T) {
 		t.Fatalf("shard is %d bytes, want 64", got)
 	}
 }
+
+// TestRemaining: Remaining reports the time an entry has left on the
+// injected clock, and false for a missing or expired key.
+func TestRemaining(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c, err := New(Config{MaxBytes: 1 << 20, Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.Remaining("k"); ok {
+		t.Fatal("Remaining of a missing key reported true")
+	}
+	if !c.Set("k", []byte("v"), 10*time.Second) {
+		t.Fatal("Set rejected")
+	}
+	now = now.Add(4 * time.Second)
+	if left, ok := c.Remaining("k"); !ok || left > 6*time.Second || left < 5*time.Second {
+		t.Fatalf("Remaining = %v, %v; want about 6s", left, ok)
+	}
+	now = now.Add(7 * time.Second)
+	if _, ok := c.Remaining("k"); ok {
+		t.Fatal("Remaining of an expired entry reported true")
+	}
+}

@@ -1,0 +1,85 @@
+package cachekit
+
+import (
+	"context"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// SetIfAbsent stores value under key for ttl only if key is not cached
+// (Redis SET NX; in L1-only mode, not in L1), and reports whether it stored
+// it. When it did, L1 takes the value as SetWithTTL's does (dropped instead
+// if another write, delete or invalidation of key overlapped); when it did
+// not, nothing changes. Reliability.FailOpen does not absorb its errors: a
+// caller deciding on stored must not be handed a guess.
+func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
+	return c.setCond(ctx, key, value, ttl, false)
+}
+
+// SetIfPresent stores value under key for ttl only if key is cached
+// (Redis SET XX; in L1-only mode, in L1), and reports whether it stored it.
+// L1 and errors are as for SetIfAbsent; when Redis does not hold key, this
+// process's L1 drops it too.
+func (c *Client) SetIfPresent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
+	return c.setCond(ctx, key, value, ttl, true)
+}
+
+func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Duration, ifExists bool) (bool, error) {
+	if c.closed.Load() {
+		return false, ErrClosed
+	}
+	ttl, err := protocol.NormalizeTTL(ttl)
+	if err != nil {
+		return false, err
+	}
+	sealed, err := c.sealValue(ctx, key, value)
+	if err != nil {
+		return false, err
+	}
+	if c.l2 == nil {
+		// L1 only: the Version makes check-then-set one step against
+		// every other writer of key in this process.
+		ver := c.l1.Version(key)
+		if _, present := c.l1.Get(key); present != ifExists {
+			return false, nil
+		}
+		return c.l1.SetIfVersion(key, sealed, ttl, ver), nil
+	}
+	t := c.ticket(key)
+	var ok bool
+	err = c.rel.doSized(ctx, "set", len(sealed), func(ctx context.Context) error {
+		var err error
+		ok, err = c.l2.SetCond(ctx, c.fullKey(key), sealed, ttl, ifExists)
+		return err
+	})
+	if err != nil {
+		c.stats.l2Errors.Add(1)
+		c.met.add(ctx, opSetErr)
+		c.dropL1(key) // L2 state unknown
+		return false, err
+	}
+	if !ok {
+		if ifExists {
+			c.dropL1(key) // Redis does not hold key
+		}
+		return false, nil
+	}
+	c.met.add(ctx, opSetOK)
+	if c.inv != nil {
+		err := c.rel.do(ctx, "publish", func(ctx context.Context) error {
+			return c.l2.Publish(ctx, c.inv.channel, c.publishMsg(key))
+		})
+		if err != nil {
+			c.inv.publishFailures.Add(1)
+			c.warn("invalidation not published after a conditional Set", key, err)
+		}
+	}
+	if c.l1 != nil && !c.admit(key, t, sealed, ttl, true) {
+		c.met.add(ctx, opSetL1Rejected)
+	}
+	if c.swr != nil {
+		c.swr.rewritten(key, c.now(), ttl)
+	}
+	return true, nil
+}
