@@ -132,3 +132,9 @@ func (t Typed[T]) GetOrLoadTTL(ctx context.Context, key string, ttl time.Duratio
 func (t Typed[T]) MGet(ctx context.Context, keys []string) (map[string]T, error) {
 	return MGet[T](ctx, t.c, keys)
 }
+
+// MGetOrLoad returns the cached values of keys and loads the misses with
+// one loader call; see the package-level MGetOrLoad.
+func (t Typed[T]) MGetOrLoad(ctx context.Context, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
+	return MGetOrLoad(ctx, t.c, keys, loader)
+}

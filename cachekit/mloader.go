@@ -1,0 +1,192 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// MGetOrLoad returns the cached values of keys and, for the keys not
+// cached, what one call of loader returns: it reads every key in one
+// pipelined round trip (as MGet), calls loader once with the keys that
+// missed, stores what it returned in one pipelined write (for
+// Options.DefaultTTL, or the loader's OverrideTTL) and returns hits and
+// loaded values together. A key the loader leaves out of its map is absent
+// from the result and nothing is cached for it.
+//
+// Loads are single-flight per key, shared with GetOrLoad and other
+// MGetOrLoad calls in this process: a missing key already being loaded is
+// waited for, not passed to loader again. The loader runs with a ctx like
+// GetOrLoad's (the first caller's values, not its cancellation, ended by
+// Options.LoadTimeout or Close). A loader error is returned and nothing it
+// returned is cached; so is a Redis read error other than an entry that
+// fails to open (such an entry is loaded afresh). Options.LockTTL's
+// distributed lock is not taken for batch loads.
+func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
+	out, err := MGet[T](ctx, c, keys)
+	if err != nil && !onlyEntryErrors(err) {
+		return nil, err
+	}
+	var missing []string
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if _, ok := out[k]; !ok && !seen[k] {
+			seen[k] = true
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	lead, flights, run := c.flights.claim(ctx, c.bg, c.loadTimeout, missing)
+	if len(lead) > 0 {
+		go run(func(ctx context.Context) (map[string]any, error) {
+			return loadBatch(ctx, c, lead, loader)
+		})
+	}
+	for i, f := range flights {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			for j := i; j < len(flights); j++ {
+				c.flights.leave(missing[j], flights[j])
+			}
+			return nil, ctx.Err()
+		case <-f.ctx.Done():
+			// Timed out or cancelled by Close, as in GetOrLoad: stop
+			// waiting even if the loader ignores its ctx.
+			select {
+			case <-f.done:
+			default:
+				for j := i; j < len(flights); j++ {
+					c.flights.leave(missing[j], flights[j])
+				}
+				if c.closed.Load() {
+					return nil, ErrClosed
+				}
+				return nil, f.ctx.Err()
+			}
+		}
+		switch {
+		case f.err == nil:
+			if v, ok := f.val.(T); ok {
+				out[missing[i]] = v
+			} else if v, err := Get[T](ctx, c, missing[i]); err == nil {
+				out[missing[i]] = v // loaded by another caller as another type
+			}
+		case errors.Is(f.err, ErrNotFound):
+		case c.closed.Load() && errors.Is(f.err, context.Canceled):
+			return nil, ErrClosed
+		default:
+			return nil, f.err
+		}
+	}
+	return out, nil
+}
+
+// loadBatch runs loader for keys and stores what it returned.
+func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (res map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errLoaderPanic(r)
+		}
+	}()
+	c.stats.loads.Add(1)
+	vals, ttl, err := runLoader(ctx, func(ctx context.Context) (map[string]T, error) { return loader(ctx, keys) }, c.defaultTTL)
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		return nil, err
+	}
+	res = make(map[string]any, len(keys))
+	store := make(map[string]any, len(keys))
+	for _, k := range keys {
+		if v, ok := vals[k]; ok {
+			res[k] = v
+			store[k] = v
+		}
+	}
+	if len(store) > 0 {
+		if err := c.MSet(ctx, store, ttl); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			c.warn("MGetOrLoad could not store the loaded values", keys[0], err)
+		}
+	}
+	return res, nil
+}
+
+// onlyEntryErrors reports whether err is made only of *EntryError values
+// (entries that failed to open or decode), which MGetOrLoad loads afresh.
+func onlyEntryErrors(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyEntryErrors(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var ee *EntryError
+	return errors.As(err, &ee)
+}
+
+// claim makes this caller the loader of every key in keys that no flight
+// is loading, and a waiter of every key's flight. It returns the keys it
+// leads, the flight of each key (in keys' order) and run, which the caller
+// must call (once, in its own goroutine) when it leads any key: run calls
+// load with the flights' ctx and resolves each led flight with its key's
+// value from load's map (ErrNotFound when the map has none, load's error
+// for all when it fails).
+func (g *flightGroup) claim(ctx, bg context.Context, timeout time.Duration, keys []string) (lead []string, flights []*flight, run func(load func(context.Context) (map[string]any, error))) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	stop := context.AfterFunc(bg, cancel)
+	var led []*flight
+	g.mu.Lock()
+	if g.m == nil {
+		g.m = make(map[string]*flight)
+	}
+	flights = make([]*flight, len(keys))
+	for i, k := range keys {
+		f, ok := g.m[k]
+		if !ok {
+			// A batch flight is not cancelled when its own waiters
+			// leave: other keys of the batch may still be waited for.
+			f = &flight{done: make(chan struct{}), ctx: fctx, cancel: func() {}}
+			g.m[k] = f
+			lead = append(lead, k)
+			led = append(led, f)
+		}
+		f.waiters++
+		flights[i] = f
+	}
+	g.mu.Unlock()
+	if len(lead) == 0 {
+		stop()
+		cancel()
+	}
+	return lead, flights, func(load func(context.Context) (map[string]any, error)) {
+		defer cancel()
+		defer stop()
+		vals, err := load(fctx)
+		g.mu.Lock()
+		for i, k := range lead {
+			f := led[i]
+			switch v, ok := vals[k]; {
+			case err != nil:
+				f.err = err
+			case ok:
+				f.val = v
+			default:
+				f.err = ErrNotFound
+			}
+			if g.m[k] == f {
+				delete(g.m, k)
+			}
+		}
+		g.mu.Unlock()
+		for _, f := range led {
+			close(f.done)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestMGetOrLoad: hits come from the cache, the misses from one loader
+// call that sees only them; what it returns is cached for DefaultTTL, what
+// it leaves out is absent and not cached; a loader error is returned.
+func TestMGetOrLoad(t *testing.T) {
+	for name, c := range apiModes(t) {
+		t.Run(name, func(t *testing.T) {
+			if err := MSet(bg, c, map[string]int{"a": 1, "b": 2}); err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int32
+			var saw []string
+			load := func(ctx context.Context, missing []string) (map[string]int, error) {
+				calls.Add(1)
+				saw = slices.Sorted(slices.Values(missing))
+				return map[string]int{"c": 3, "d": 4}, nil // "e" does not exist
+			}
+			got, err := MGetOrLoad(bg, c, []string{"a", "b", "c", "d", "e", "c"}, load)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}; !mapsEqual(got, want) {
+				t.Fatalf("MGetOrLoad = %v, want %v", got, want)
+			}
+			if calls.Load() != 1 || !slices.Equal(saw, []string{"c", "d", "e"}) {
+				t.Fatalf("loader called %d times with %v; want once with [c d e]", calls.Load(), saw)
+			}
+			if _, left, err := GetWithTTL[int](bg, c, "d"); err != nil || !near(left, 90*time.Second) {
+				t.Fatalf("a loaded value: TTL %v, %v; want DefaultTTL", left, err)
+			}
+			if ok, _ := c.Exists(bg, "e"); ok {
+				t.Fatal("a key the loader left out was cached")
+			}
+			got, err = MGetOrLoad(bg, c, []string{"a", "c"}, func(context.Context, []string) (map[string]int, error) {
+				t.Error("loader called although every key is cached")
+				return nil, nil
+			})
+			if err != nil || len(got) != 2 {
+				t.Fatalf("all hits: %v, %v", got, err)
+			}
+			boom := errors.New("boom")
+			if _, err := MGetOrLoad(bg, c, []string{"x"}, func(context.Context, []string) (map[string]int, error) { return nil, boom }); !errors.Is(err, boom) {
+				t.Fatalf("loader error = %v, want boom", err)
+			}
+		})
+	}
+}
+
+// TestMGetOrLoadSingleFlight: concurrent MGetOrLoads and GetOrLoads of
+// overlapping keys load each key once: a key already being loaded is
+// waited for, not handed to another loader.
+func TestMGetOrLoadSingleFlight(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20})
+	release := make(chan struct{})
+	started := make(chan struct{}, 2) // one per batch loader
+	var loadedMu sync.Mutex
+	loaded := map[string]int{}
+	load := func(ctx context.Context, missing []string) (map[string]string, error) {
+		loadedMu.Lock()
+		for _, k := range missing {
+			loaded[k]++
+		}
+		loadedMu.Unlock()
+		started <- struct{}{}
+		<-release
+		out := map[string]string{}
+		for _, k := range missing {
+			out[k] = "v:" + k
+		}
+		return out, nil
+	}
+	first := make(chan map[string]string, 1)
+	go func() {
+		m, _ := MGetOrLoad(bg, c, []string{"a", "b"}, load)
+		first <- m
+	}()
+	<-started // the first batch holds a and b
+	second := make(chan map[string]string, 1)
+	go func() {
+		m, _ := MGetOrLoad(bg, c, []string{"b", "c"}, load)
+		second <- m
+	}()
+	single := make(chan string, 1)
+	go func() {
+		v, _ := GetOrLoad(bg, c, "a", func(context.Context) (string, error) {
+			t.Error("GetOrLoad loaded a key a batch was loading")
+			return "", nil
+		})
+		single <- v
+	}()
+	<-started // the second batch started: with c only
+	close(release)
+	m1, m2, v := <-first, <-second, <-single
+	if m1["a"] != "v:a" || m1["b"] != "v:b" || m2["b"] != "v:b" || m2["c"] != "v:c" || v != "v:a" {
+		t.Fatalf("results: %v, %v, %q", m1, m2, v)
+	}
+	for k, n := range loaded {
+		if n != 1 {
+			t.Fatalf("key %s loaded %d times: %v", k, n, loaded)
+		}
+	}
+}
+
+// TestMGetOrLoadCallerCancel: a caller whose ctx ends gets ctx.Err() at
+// once; the load goes on for the others.
+func TestMGetOrLoadCallerCancel(t *testing.T) {
+	c := newClient(t, Options{L1MaxBytes: 1 << 20})
+	release, entered := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() {
+		_, err := MGetOrLoad(ctx, c, []string{"k"}, func(context.Context, []string) (map[string]int, error) {
+			close(entered)
+			<-release
+			return map[string]int{"k": 7}, nil
+		})
+		done <- err
+	}()
+	<-entered // the load is running and k's flight exists
+	waiter := make(chan int, 1)
+	go func() {
+		m, _ := MGetOrLoad(bg, c, []string{"k"}, func(context.Context, []string) (map[string]int, error) {
+			t.Error("second loader ran while the first was loading")
+			return nil, nil
+		})
+		waiter <- m["k"]
+	}()
+	for { // until the second caller waits on k's flight too
+		c.flights.mu.Lock()
+		n := c.flights.m["k"].waiters
+		c.flights.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller = %v, want context.Canceled", err)
+	}
+	close(release)
+	if v := <-waiter; v != 7 {
+		t.Fatalf("the other caller got %d, want 7", v)
+	}
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
