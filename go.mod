@@ -1,10 +1,9 @@
 module github.com/cachekit-io/cachekit-go
 
-go 1.26.4
+go 1.26.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/c2sp/wycheproof v0.0.0-20260902155932-3fa63dd0344a
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/redis/go-redis/v9 v9.23.0

@@ -1,6 +1,6 @@
 module github.com/cachekit-io/cachekit-go/bench
 
-go 1.26.4
+go 1.26.0
 
 require (
 	github.com/cachekit-io/cachekit-go v0.0.0

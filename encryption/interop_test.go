@@ -5,10 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"testing"
-
-	"github.com/c2sp/wycheproof"
 
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
@@ -99,10 +96,7 @@ type wycheproofFile struct {
 // of Wycheproof's AES-GCM file through the open path (and, for valid cases,
 // the seal path with the case's IV as the nonce).
 func TestWycheproofAESGCM(t *testing.T) {
-	raw, err := fs.ReadFile(wycheproof.TestVectors, "aes_gcm_test.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := vectors.Wycheproof(t, "aes_gcm_test.json")
 	var f wycheproofFile
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)

@@ -69,3 +69,15 @@ func Hex(tb testing.TB, s string) []byte {
 	}
 	return b
 }
+
+// Wycheproof returns the raw bytes of a vendored Wycheproof vector file,
+// such as "aes_gcm_test.json" (testdata/wycheproof: source and version in
+// its README).
+func Wycheproof(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(), "..", "wycheproof", name))
+	if err != nil {
+		tb.Fatalf("vectors: %v", err)
+	}
+	return b
+}
