@@ -44,7 +44,8 @@ func Example() {
 	// true
 }
 
-// GetOrLoad runs the loader once on a miss and serves the cached value after.
+// GetOrLoad runs the loader once on a miss and serves the cached value
+// after; the loader may choose how long its answer is cached.
 func ExampleGetOrLoad() {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
@@ -52,7 +53,7 @@ func ExampleGetOrLoad() {
 	}
 	defer mr.Close()
 
-	opts := cachekit.Minimal()
+	opts := cachekit.Minimal() // DefaultTTL: 5 minutes
 	opts.RedisURL = "redis://" + mr.Addr()
 	client, err := cachekit.New(opts)
 	if err != nil {
@@ -61,17 +62,25 @@ func ExampleGetOrLoad() {
 	defer client.Close()
 
 	loads := 0
-	load := func(ctx context.Context) (string, error) { loads++; return "expensive result", nil }
+	load := func(ctx context.Context) (string, error) {
+		loads++
+		// The source said how long this answer holds (a Cache-Control
+		// max-age, say): cache it for that, not for DefaultTTL.
+		if err := cachekit.OverrideTTL(ctx, 90*time.Second); err != nil {
+			return "", err
+		}
+		return "expensive result", nil
+	}
 	for range 3 {
-		v, _ := cachekit.GetOrLoadTTL(context.Background(), client, "report:2026", time.Minute, load)
+		v, _ := cachekit.GetOrLoad(context.Background(), client, "report:2026", load)
 		fmt.Println(v)
 	}
-	fmt.Println("loads:", loads, "in redis:", mr.Exists("report:2026"))
+	fmt.Println("loads:", loads, "ttl in redis:", mr.TTL("report:2026"))
 	// Output:
 	// expensive result
 	// expensive result
 	// expensive result
-	// loads: 1 in redis: true
+	// loads: 1 ttl in redis: 1m30s
 }
 
 // Typed views avoid repeating the type parameter.
