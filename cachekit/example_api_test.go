@@ -132,7 +132,7 @@ func Example_errors() {
 	opts.RedisURL = "redis://" + mr.Addr()
 	opts.Encryption = &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}
 	opts.Logger = slog.New(slog.DiscardHandler) // the warnings would go to stderr
-	strict, _ := cachekit.New(opts) // Minimal: Redis errors are returned
+	strict, _ := cachekit.New(opts)             // Minimal: Redis errors are returned
 	defer strict.Close()
 	ctx := context.Background()
 
