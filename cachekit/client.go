@@ -23,6 +23,7 @@ type Client struct {
 	prefix      string
 	compressed  bool
 	interop     bool
+	jsonTags    bool // Options.StructTag "json"
 	defaultTTL  time.Duration
 	lockTTL     time.Duration
 	loadTimeout time.Duration
@@ -84,6 +85,7 @@ func New(opts Options) (*Client, error) {
 		prefix:      opts.KeyPrefix,
 		compressed:  !opts.DisableCompression && !opts.Interop,
 		interop:     opts.Interop,
+		jsonTags:    opts.StructTag == "json",
 		defaultTTL:  opts.DefaultTTL,
 		lockTTL:     opts.LockTTL,
 		loadTimeout: opts.LoadTimeout,

@@ -1,6 +1,7 @@
 package cachekit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -64,7 +65,7 @@ func (c *Client) encodeValue(s *scratch, value any) ([]byte, error) {
 		if !errors.Is(err, protocol.ErrUnsupported) {
 			return nil, err
 		}
-		raw, merr := appendMsgpack(nil, value)
+		raw, merr := appendMsgpack(nil, value, c.jsonTags)
 		if merr != nil {
 			return nil, merr
 		}
@@ -81,7 +82,7 @@ func (c *Client) encodeValue(s *scratch, value any) ([]byte, error) {
 		s.value = out
 		return out, nil
 	}
-	out, err := appendMsgpack(s.value[:0], value)
+	out, err := appendMsgpack(s.value[:0], value, c.jsonTags)
 	if err != nil {
 		return nil, err
 	}
@@ -103,15 +104,30 @@ var msgpackWriters = sync.Pool{New: func() any {
 	return mw
 }}
 
+// jsonTagWriters are msgpackWriters whose encoder names struct fields by
+// their json tag where they have no msgpack tag (Options.StructTag "json").
+var jsonTagWriters = sync.Pool{New: func() any {
+	mw := new(msgpackWriter)
+	mw.enc = msgpack.NewEncoder(&mw.w)
+	mw.enc.UseCompactInts(true)
+	mw.enc.SetCustomStructTag("json")
+	return mw
+}}
+
 // appendMsgpack appends the msgpack encoding of value to dst, integers in
-// their shortest width.
-func appendMsgpack(dst []byte, value any) ([]byte, error) {
-	mw := msgpackWriters.Get().(*msgpackWriter)
+// their shortest width; with jsonTags, struct fields without a msgpack tag
+// take their json tag's name.
+func appendMsgpack(dst []byte, value any, jsonTags bool) ([]byte, error) {
+	pool := &msgpackWriters
+	if jsonTags {
+		pool = &jsonTagWriters
+	}
+	mw := pool.Get().(*msgpackWriter)
 	mw.w.b = dst
 	err := mw.enc.Encode(value)
 	out := mw.w.b
 	mw.w.b = nil
-	msgpackWriters.Put(mw)
+	pool.Put(mw)
 	if err != nil {
 		return nil, fmt.Errorf("cachekit: encode value: %w", err)
 	}
@@ -122,15 +138,42 @@ func appendMsgpack(dst []byte, value any) ([]byte, error) {
 // wrote it.
 func (c *Client) decode(payload []byte, dst any) error {
 	if c.interop {
-		return decodeInterop(payload, dst)
+		return decodeInterop(payload, dst, c.jsonTags)
 	}
-	return decodeInto(payload, dst)
+	return decodeInto(payload, dst, c.jsonTags)
 }
 
-// decodeInto decodes a checked msgpack payload into dst.
-func decodeInto(payload []byte, dst any) error {
+// jsonTagReader is a pooled msgpack decoder for Options.StructTag "json".
+type jsonTagReader struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var jsonTagReaders = sync.Pool{New: func() any {
+	jr := new(jsonTagReader)
+	jr.dec = msgpack.NewDecoder(&jr.r)
+	return jr
+}}
+
+// decodeInto decodes a checked msgpack payload into dst; with jsonTags,
+// struct fields without a msgpack tag are matched by their json tag's name.
+func decodeInto(payload []byte, dst any, jsonTags bool) error {
 	if dst == nil {
 		return errors.New("cachekit: decode: nil destination")
+	}
+	if jsonTags {
+		// msgpack's own decoder: structdec knows only msgpack tags.
+		jr := jsonTagReaders.Get().(*jsonTagReader)
+		jr.r.Reset(payload)
+		jr.dec.Reset(&jr.r)
+		jr.dec.SetCustomStructTag("json")
+		err := jr.dec.Decode(dst)
+		jr.r.Reset(nil)
+		jsonTagReaders.Put(jr)
+		if err != nil {
+			return fmt.Errorf("cachekit: decode value: %w", err)
+		}
+		return nil
 	}
 	// Struct destinations of the common shapes decode without msgpack's
 	// reflection; structdec reports false for everything else, and for

@@ -291,7 +291,7 @@ func readsBack(ctx context.Context, c *Client, raw redis.UniversalClient, key, w
 		return false
 	}
 	var got string
-	return decodeInto(payload, &got) == nil && got == want
+	return decodeInto(payload, &got, false) == nil && got == want
 }
 
 // writePre stores n keys before a fault; checkPre reads them back after it

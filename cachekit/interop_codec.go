@@ -25,10 +25,10 @@ import (
 // first tries the plain decoder (most documents are plain); *any, and any
 // document the plain decoder refuses (a datetime sentinel for a time.Time,
 // a non-string map key, an ext), go through the generic decoder.
-func decodeInterop(payload []byte, dst any) error {
+func decodeInterop(payload []byte, dst any, jsonTags bool) error {
 	// Only a document without datetime sentinels may take the plain
 	// decoder: it would hand a sentinel to a map or an any field as a map.
-	if _, isAny := dst.(*any); !isAny && !bytes.Contains(payload, sentinelKey) && decodeInto(payload, dst) == nil {
+	if _, isAny := dst.(*any); !isAny && !bytes.Contains(payload, sentinelKey) && decodeInto(payload, dst, jsonTags) == nil {
 		return nil
 	}
 	v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
@@ -46,11 +46,11 @@ func decodeInterop(payload []byte, dst any) error {
 	if err != nil {
 		return err
 	}
-	raw, err := appendMsgpack(nil, tree)
+	raw, err := appendMsgpack(nil, tree, false) // a generic tree: no struct tags
 	if err != nil {
 		return err
 	}
-	return decodeInto(raw, dst)
+	return decodeInto(raw, dst, jsonTags)
 }
 
 // sentinelKey is the msgpack encoding of the datetime sentinel's key.

@@ -101,6 +101,18 @@ type Options struct {
 	// compressed="False", and KeyPrefix must be empty. Default: false.
 	Interop bool
 
+	// StructTag chooses how struct fields are named in stored maps: ""
+	// (default) uses a field's `msgpack` tag, else its Go name; "json" uses
+	// the `msgpack` tag, else the `json` tag, else the Go name, so types
+	// tagged for JSON need no second set of tags, and a value an operator
+	// writes as JSON with the cachekit command ({"id": 42}) reads back into
+	// a field tagged `json:"id"`. Both sides of a key must agree: a Client
+	// with "json" reads a struct another Client wrote with "" by Go names.
+	// With "json", struct values decode through msgpack's reflection
+	// decoder (about as fast as go-redis/cache's), not the fast decoder the
+	// default uses for common struct shapes. Other values: ErrConfig.
+	StructTag string
+
 	// DefaultTTL is the lifetime Set uses. Default: 0, which New treats as
 	// 10 minutes (the production preset's 600 s); presets set their own.
 	DefaultTTL time.Duration
@@ -273,6 +285,8 @@ func (o *Options) validate() error {
 		return configErr("encryption is required (secure preset) but Options.Encryption is nil")
 	case o.Interop && o.KeyPrefix != "":
 		return configErr("interop mode refuses a key prefix")
+	case o.StructTag != "" && o.StructTag != "json":
+		return configErr(`StructTag must be "" or "json"`)
 	case o.Redis == nil && o.RedisURL == "" && o.L1MaxBytes == 0:
 		return configErr("no storage: set Redis, RedisURL or L1MaxBytes")
 	case o.Preset == PresetSecure && o.Encryption == nil:
