@@ -24,6 +24,8 @@ func BenchmarkCachekit(b *testing.B) {
 	b.Run("SetL2Only/encrypted/bytes/1KiB", func(b *testing.B) { benchSet(b, 1024, false) })
 	b.Run("MGet100/encrypted/bytes/100B", func(b *testing.B) { benchMany(b, 100, true) })
 	b.Run("GetSeq100/encrypted/bytes/100B", func(b *testing.B) { benchMany(b, 100, false) })
+	b.Run("L1Hit/encrypted/profile/1KiB", func(b *testing.B) { benchL1HitProfile(b, 1024) })
+	b.Run("L1Hit/encrypted/profile/256B", func(b *testing.B) { benchL1HitProfile(b, 256) })
 	b.Run("GetOrLoadHit/encrypted/struct/100B", benchGetOrLoadHit)
 	b.Run("L1HitParallel/encrypted/bytes/100B", func(b *testing.B) { benchL1HitBytes(b, true, 100, true) })
 	b.Run("L1HitParallel/encrypted/struct/100B", func(b *testing.B) { benchL1HitStruct(b, true, 100, true) })
@@ -95,6 +97,20 @@ func benchL1HitStruct(b *testing.B, encrypted bool, n int, parallel bool) {
 	b.SetBytes(int64(n))
 	run(b, how{parallel: parallel}, func() fixture.Record { return fixture.Record{} }, func(r *fixture.Record) error {
 		return c.Get(bg, key, r)
+	})
+}
+
+// benchL1HitProfile is the struct hit for the realistic shape
+// (fixture.Profile: times, a pointer, a nested struct, a map, []int64).
+func benchL1HitProfile(b *testing.B, n int) {
+	c := newClient(b, clientConfig{encrypted: true, l1: true})
+	key := benchKey(b, "l1p")
+	if err := c.SetWithTTL(bg, key, fixture.NewProfile(n), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(n))
+	run(b, how{}, func() fixture.Profile { return fixture.Profile{} }, func(p *fixture.Profile) error {
+		return c.Get(bg, key, p)
 	})
 }
 

@@ -16,6 +16,10 @@ func BenchmarkPeer(b *testing.B) {
 	for _, sz := range fixture.Sizes {
 		b.Run("GoRedisCache/LocalHit/bytes/"+sz.Name, func(b *testing.B) { benchPeerLocalHit(b, fixture.NewBytes(sz.N), sz.N) })
 		b.Run("GoRedisCache/LocalHit/struct/"+sz.Name, func(b *testing.B) { benchPeerLocalHit(b, fixture.NewRecord(sz.N), sz.N) })
+		if sz.N == 1024 {
+			b.Run("GoRedisCache/LocalHit/profile/1KiB", func(b *testing.B) { benchPeerLocalHit(b, fixture.NewProfile(1024), 1024) })
+			b.Run("GoRedisCache/LocalHit/profile/256B", func(b *testing.B) { benchPeerLocalHit(b, fixture.NewProfile(256), 256) })
+		}
 	}
 	b.Run("GoRedisCache/RedisGet/bytes/1KiB", benchPeerRedisGet)
 	b.Run("GoRedisCache/Set/bytes/1KiB", benchPeerSet)

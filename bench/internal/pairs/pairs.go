@@ -24,6 +24,8 @@ const (
 var All = []Pair{
 	{Ours: Cachekit + "L1Hit/encrypted/struct/100B", Ref: Peer + "LocalHit/struct/100B", Target: 1.0, Note: "ours encrypted vs peer unencrypted"},
 	{Ours: Cachekit + "L1Hit/encrypted/struct/1KiB", Ref: Peer + "LocalHit/struct/1KiB", Target: 1.0, Note: "ours encrypted vs peer unencrypted"},
+	{Ours: Cachekit + "L1Hit/encrypted/profile/256B", Ref: Peer + "LocalHit/profile/256B", Target: 1.0, Note: "realistic struct; ours encrypted vs peer unencrypted"},
+	{Ours: Cachekit + "L1Hit/encrypted/profile/1KiB", Ref: Peer + "LocalHit/profile/1KiB", Target: 1.0, Note: "realistic struct; ours encrypted vs peer unencrypted"},
 	{Ours: Cachekit + "L1Hit/encrypted/bytes/100B", Ref: Peer + "LocalHit/bytes/100B", Target: 1.6, Note: "ours encrypted vs peer unencrypted"},
 	{Ours: Cachekit + "L1Hit/encrypted/bytes/1KiB", Ref: Peer + "LocalHit/bytes/1KiB", Note: "ours encrypted vs peer unencrypted"},
 	{Ours: Cachekit + "L1Hit/plain/struct/100B", Ref: Peer + "LocalHit/struct/100B", Note: "both unencrypted"},
