@@ -192,3 +192,26 @@ func ExampleOptions_redis() {
 	fmt.Println(mr.Exists("k"))
 	// Output: true
 }
+
+// Types already tagged for JSON need no msgpack tags with StructTag
+// "json"; a value an operator writes as JSON with the cachekit command
+// ({"id": 42, "display_name": "Ada"}) reads back into them.
+func ExampleOptions_structTag() {
+	type Account struct {
+		ID          int64  `json:"id"`
+		DisplayName string `json:"display_name"`
+	}
+	opts := cachekit.Minimal()
+	opts.StructTag = "json"
+	client, err := cachekit.New(opts)
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	// What `cachekit set account:42 '{"id":42,"display_name":"Ada"}'` stores.
+	_ = client.Set(ctx, "account:42", map[string]any{"id": 42, "display_name": "Ada"})
+	a, err := cachekit.Get[Account](ctx, client, "account:42")
+	fmt.Printf("%+v %v\n", a, err)
+	// Output: {ID:42 DisplayName:Ada} <nil>
+}
