@@ -45,6 +45,10 @@ type env struct {
 // run executes one command line and returns the exit code.
 func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		printVersion(stdout)
+		return exitOK
+	}
 	name, rest := splitCommand(args)
 	switch name {
 	case "":

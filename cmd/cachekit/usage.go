@@ -26,7 +26,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen}
+	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdVersion}
 }
 
 // lookup returns the command called name, or nil.
