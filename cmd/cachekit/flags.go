@@ -28,6 +28,8 @@ type globalFlags struct {
 	namespace string
 	operation string
 	args      string
+	json      bool // scan
+	summary   bool // scan
 
 	redisURL      string
 	secure        bool

@@ -93,7 +93,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	timeout := commandTimeout
+	if cmd.timeout > 0 {
+		timeout = cmd.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := cmd.run(ctx, e, &g, pos); err != nil {
 		return fail(stderr, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // command is one subcommand: its name, argument shape, help text, extra flags
@@ -20,13 +21,14 @@ type command struct {
 	maxArgs  int
 	flags    func(fs *flag.FlagSet, g *globalFlags) // command-specific flags, or nil
 	run      func(ctx context.Context, e *env, g *globalFlags, args []string) error
+	timeout  time.Duration // bound of the command's Redis work; 0: commandTimeout
 }
 
 // commands is the command table, in the order `cachekit -h` lists them.
 var commands []*command
 
 func init() {
-	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdVersion}
+	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdScan, cmdVersion}
 }
 
 // lookup returns the command called name, or nil.

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/encryption"
+)
+
+// runIn runs one command line in-process with env (KEY=VALUE pairs).
+func runIn(envv []string, args ...string) (int, string, string) {
+	m := map[string]string{}
+	for _, kv := range envv {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	var out, errb bytes.Buffer
+	code := run(args, func(k string) string { return m[k] }, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestScan: scan lists exactly the entries matching the pattern, under
+// the prefix, with their mode, keyring entry, size and TTL; --summary
+// counts them; values are never printed.
+func TestScan(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	hexKey := func(h string) []byte {
+		b, err := encryption.ParseMasterKeyHex(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	client := func(cfg *encryption.Config) *cachekit.Client {
+		c, err := cachekit.New(cachekit.Options{Redis: s.rdb, KeyPrefix: "app:", Encryption: cfg, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	old := client(&encryption.Config{MasterKey: hexKey(oldKeyHex)})
+	cur := client(&encryption.Config{MasterKey: hexKey(testKeyHex)})
+	plain := client(nil)
+	for _, err := range []error{
+		old.SetWithTTL(ctx, "user:1", "secret-one", time.Hour),
+		cur.SetWithTTL(ctx, "user:2", "secret-two", time.Hour),
+		plain.SetWithTTL(ctx, "user:3", "public", time.Hour),
+		cur.SetWithTTL(ctx, "other:9", "not matched", time.Hour),
+		s.rdb.RPush(ctx, "app:user:list", "x").Err(),
+		s.rdb.Set(ctx, "app:user:junk", "not an entry at all", 0).Err(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	code, out, errOut := runIn(envv, "scan", "user:*", "--prefix", "app:", "--secure", "--json")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("scan --json: exit %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(out, "secret") || strings.Contains(out, "public") {
+		t.Fatalf("scan printed a value: %s", out)
+	}
+	got := map[string]scanEntry{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var en scanEntry
+		if err := json.Unmarshal([]byte(line), &en); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got[en.Key] = en
+	}
+	want := map[string][2]string{
+		"user:1":    {"encrypted", "previous#1"},
+		"user:2":    {"encrypted", "current"},
+		"user:3":    {"plain", "none"},
+		"user:list": {"unknown", "none"},
+		"user:junk": {"unknown", "none"},
+	}
+	if len(got) != len(want) {
+		keys := make([]string, 0, len(got))
+		for k := range got {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		t.Fatalf("scan listed %v, want exactly %d entries", keys, len(want))
+	}
+	for k, w := range want {
+		en := got[k]
+		if en.Mode != w[0] || en.Keyring != w[1] {
+			t.Errorf("%s: mode %s keyring %s, want %s %s", k, en.Mode, en.Keyring, w[0], w[1])
+		}
+	}
+	if en := got["user:2"]; en.Bytes == 0 || en.TTLMs <= 0 || en.TTLMs > 3600_000 {
+		t.Errorf("user:2: %d bytes, ttl %d ms", en.Bytes, en.TTLMs)
+	}
+	if got["user:junk"].TTLMs != -1 {
+		t.Errorf("a key without expiry: ttl_ms %d, want -1", got["user:junk"].TTLMs)
+	}
+
+	code, out, _ = runIn(envv, "scan", "user:*", "--prefix", "app:", "--secure", "--summary")
+	if code != exitOK || out != "entries 5: encrypted 2, plain 1, unknown 2\nkeyring: current 1, previous 1, none 3\n" {
+		t.Fatalf("scan --summary: exit %d, %q", code, out)
+	}
+	// Without --secure: encrypted by elimination, keyring none.
+	code, out, _ = runIn(s.env, "scan", "user:[12]", "--prefix", "app:")
+	if code != exitOK || strings.Count(out, "\tencrypted\tnone\t") != 2 {
+		t.Fatalf("scan without --secure: exit %d, %q", code, out)
+	}
+	if code, _, _ := runIn(envv, "scan", "x", "--json", "--summary"); code != exitUsage {
+		t.Fatalf("--json with --summary: exit %d, want %d", code, exitUsage)
+	}
+	if code, _, _ := runIn(envv, "scan"); code != exitUsage {
+		t.Fatalf("scan without a pattern: exit %d, want %d", code, exitUsage)
+	}
+	if code, _, _ := runIn([]string{"CACHEKIT_REDIS_URL=redis://127.0.0.1:1/0"}, "scan", "*"); code != exitUnavailable {
+		t.Fatalf("scan with Redis down: exit %d, want %d", code, exitUnavailable)
+	}
+}
