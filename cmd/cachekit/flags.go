@@ -28,8 +28,10 @@ type globalFlags struct {
 	namespace string
 	operation string
 	args      string
-	json      bool // scan
-	summary   bool // scan
+	json      bool   // scan
+	summary   bool   // scan
+	match     string // flush
+	yes       bool   // flush
 
 	redisURL      string
 	secure        bool

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -123,5 +124,73 @@ func TestScan(t *testing.T) {
 	}
 	if code, _, _ := runIn([]string{"CACHEKIT_REDIS_URL=redis://127.0.0.1:1/0"}, "scan", "*"); code != exitUnavailable {
 		t.Fatalf("scan with Redis down: exit %d, want %d", code, exitUnavailable)
+	}
+}
+
+// TestFlush: flush refuses without --yes or --match (deleting nothing), and
+// with both deletes exactly the matching keys under the prefix.
+func TestFlush(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	for _, k := range []string{"app:user:1", "app:user:2", "app:order:1", "user:1"} {
+		if err := s.rdb.Set(ctx, k, "x", time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errOut := runIn(s.env, "flush", "--match", "user:*", "--prefix", "app:"); code != exitUsage || !strings.Contains(errOut, "--yes") {
+		t.Fatalf("flush without --yes: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := runIn(s.env, "flush", "--yes"); code != exitUsage {
+		t.Fatalf("flush without --match: exit %d", code)
+	}
+	if n, _ := s.rdb.DBSize(ctx).Result(); n != 4 {
+		t.Fatalf("a refused flush deleted keys: %d left", n)
+	}
+	code, out, errOut := runIn(s.env, "flush", "--match", "user:*", "--prefix", "app:", "--yes")
+	if code != exitOK || errOut != "" || out != "deleted 2 keys\n" {
+		t.Fatalf("flush: exit %d, %q, %q", code, out, errOut)
+	}
+	for k, want := range map[string]int64{"app:user:1": 0, "app:user:2": 0, "app:order:1": 1, "user:1": 1} {
+		if n, _ := s.rdb.Exists(ctx, k).Result(); n != want {
+			t.Errorf("%s exists = %d after flush, want %d", k, n, want)
+		}
+	}
+}
+
+// TestFlushReachesL1: an application Client with Invalidation on drops
+// the flushed keys from its L1 (Redis's tracking reports the UNLINKs).
+func TestFlushReachesL1(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	app, err := cachekit.New(cachekit.Options{
+		RedisURL: s.srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:",
+		Invalidation: &cachekit.Invalidation{}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if err := app.Set(ctx, "session:1", "token"); err != nil {
+		t.Fatal(err)
+	}
+	// Read until the value is served from L1 (tracking is up).
+	deadline := time.Now().Add(10 * time.Second)
+	for app.Stats().L1Hits == 0 {
+		if _, err := cachekit.Get[string](ctx, app, "session:1"); err != nil || time.Now().After(deadline) {
+			t.Fatalf("the application never served session:1 from L1: %v", err)
+		}
+	}
+	if code, out, errOut := runIn(s.env, "flush", "--match", "session:*", "--prefix", "app:", "--yes"); code != exitOK {
+		t.Fatalf("flush: exit %d, %q %q", code, out, errOut)
+	}
+	for { // the invalidation arrives asynchronously
+		_, err := cachekit.Get[string](ctx, app, "session:1")
+		if errors.Is(err, cachekit.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after flush the application still reads session:1: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling an asynchronous delivery
 	}
 }
