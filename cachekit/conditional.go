@@ -38,13 +38,9 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		return false, err
 	}
 	if c.l2 == nil {
-		// L1 only: the Version makes check-then-set one step against
-		// every other writer of key in this process.
-		ver := c.l1.Version(key)
-		if _, present := c.l1.Get(key); present != ifExists {
-			return false, nil
-		}
-		return c.l1.SetIfVersion(key, sealed, ttl, ver), nil
+		// L1 only: the check and the store are one step under the key's
+		// write lock, against every other writer in this process.
+		return c.l1.SetIfPresence(key, sealed, ttl, ifExists), nil
 	}
 	t := c.ticket(key)
 	var ok bool

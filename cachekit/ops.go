@@ -80,13 +80,18 @@ func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error
 		return err
 	}
 	if c.l2 == nil {
-		ver := c.l1.Version(key)
-		b, ok := c.l1.Get(key)
-		if !ok {
-			return ErrNotFound
+		// Extend fails when the key is absent or a write of it landed
+		// between Version and Extend: try once more, and if writes keep
+		// landing, theirs are the newer TTLs.
+		for range 2 {
+			if c.l1.Extend(key, ttl, c.l1.Version(key)) {
+				return nil
+			}
 		}
-		c.l1.SetIfVersion(key, b, ttl, ver) // false: a newer write won
-		return nil
+		if _, ok := c.l1.Remaining(key); ok {
+			return nil
+		}
+		return ErrNotFound
 	}
 	t := c.ticket(key)
 	var found bool
@@ -104,10 +109,10 @@ func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error
 		c.dropL1(key)
 		return ErrNotFound
 	}
-	if c.l1 != nil {
-		if b, ok := c.l1.Get(key); ok {
-			c.admit(key, t, b, ttl, false)
-		}
+	if c.l1 != nil && t.ok {
+		// The L1 copy's value as it is now (read under its write lock),
+		// only if nothing wrote key since t: then the TTL is Redis's new one.
+		c.l1.Extend(key, ttl-c.now().Sub(t.at), t.ver)
 	}
 	if c.swr != nil {
 		c.swr.rewritten(key, c.now(), ttl)

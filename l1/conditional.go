@@ -1,0 +1,72 @@
+package l1
+
+import "time"
+
+// SetIfPresence stores val like Set, but only if the cache holds an
+// unexpired entry for key (present true) or holds none (present false).
+// The check and the store happen under the key's write lock, which every
+// Set, SetIfVersion, Delete and Extend of the key also takes, so of
+// concurrent SetIfPresence(key, ..., false) calls at most one stores. It
+// returns true when val was stored.
+func (c *Cache) SetIfPresence(key string, val []byte, ttl time.Duration, present bool) bool {
+	return c.locked(key, func(st *stripe) bool {
+		if _, ok := c.current(key); ok != present {
+			return false
+		}
+		st.ver.Add(1)
+		return c.put(key, val, ttl)
+	})
+}
+
+// Extend stores key's current value again with a new ttl, if the cache
+// holds an unexpired entry for key and key's token still equals v (nothing
+// wrote or deleted it since v was read). The value is read under the key's
+// write lock, so it is the latest one, never an older value written back.
+// It returns true when the entry now lives for ttl.
+func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
+	return c.locked(key, func(st *stripe) bool {
+		if Version(st.ver.Load()) != v {
+			c.ctr.stale.Add(1)
+			return false
+		}
+		val, ok := c.current(key)
+		if !ok {
+			return false
+		}
+		st.ver.Add(1)
+		return c.put(key, val, ttl)
+	})
+}
+
+// locked runs fn holding key's shard read lock and stripe lock, as write
+// does, and counts a stored entry; false when the cache is closed.
+func (c *Cache) locked(key string, fn func(st *stripe) bool) bool {
+	h := c.keyHash(key)
+	sh := c.shardOf(h)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if c.closed {
+		return false
+	}
+	st := c.stripeOf(h)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if fn(st) {
+		c.ctr.sets.Add(1)
+		return true
+	}
+	return false
+}
+
+// current returns key's unexpired value without counting a hit or a miss.
+func (c *Cache) current(key string) ([]byte, bool) {
+	ei, ok := c.index.Load(key)
+	if !ok {
+		return nil, false
+	}
+	v := ei.(*entry).cur.Load()
+	if v.exp <= c.now() {
+		return nil, false
+	}
+	return v.val, true
+}
