@@ -154,12 +154,7 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 		if err != nil {
 			return err
 		}
-		held, err := c.enterLarge(ctx, len(payload))
-		if err != nil {
-			return err
-		}
-		stored, err := c.seal(ctx, s, key, payload)
-		c.leaveLarge(held)
+		stored, err := c.sealBounded(ctx, s, key, payload)
 		if err != nil {
 			return err
 		}

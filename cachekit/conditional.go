@@ -1,6 +1,7 @@
 package cachekit
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -12,7 +13,11 @@ import (
 // it. When it did, L1 takes the value as SetWithTTL's does (dropped instead
 // if another write, delete or invalidation of key overlapped); when it did
 // not, nothing changes. Reliability.FailOpen does not absorb its errors: a
-// caller deciding on stored must not be handed a guess.
+// caller deciding on stored must not be handed a guess. When a retried
+// attempt finds the key taken, SetIfAbsent reads it back: bytes equal to
+// its own mean an earlier attempt stored them and only the reply was lost
+// (without encryption, another writer storing the identical value reads
+// the same way).
 func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
 	return c.setCond(ctx, key, value, ttl, false)
 }
@@ -43,10 +48,21 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		return c.l1.SetIfPresence(key, sealed, ttl, ifExists), nil
 	}
 	t := c.ticket(key)
+	full := c.fullKey(key)
 	var ok bool
+	attempts := 0
 	err = c.rel.doSized(ctx, "set", len(sealed), func(ctx context.Context) error {
+		attempts++
 		var err error
-		ok, err = c.l2.SetCond(ctx, c.fullKey(key), sealed, ttl, ifExists)
+		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists)
+		if err == nil && !ok && !ifExists && attempts > 1 {
+			// A retry's SET NX finds the key taken: maybe by the attempt
+			// before it, which Redis applied but whose reply was lost.
+			// Its bytes are ours (with encryption, unique by their nonce).
+			if cur, gerr := c.l2.Get(ctx, full); gerr == nil && bytes.Equal(cur, sealed) {
+				ok = true
+			}
+		}
 		return err
 	})
 	if err != nil {

@@ -35,6 +35,14 @@ func (c *Client) enterLarge(ctx context.Context, n int) (held bool, err error) {
 	if n < LargeValueBytes || c.large == nil {
 		return false, nil
 	}
+	if c.enc != nil {
+		// Derive the keys (or wait for the derivation in flight) before
+		// taking a slot: a slot is for CPU work, not for waiting on a
+		// KeyProvider, which would serialize the waits.
+		if err := c.enc.Warm(ctx); err != nil {
+			return false, c.mapErr(err)
+		}
+	}
 	if err := c.large.Acquire(ctx, 1); err != nil {
 		return false, fmt.Errorf("cachekit: waiting to seal or open a large value: %w", err)
 	}
@@ -63,4 +71,14 @@ func encodedLenHint(value any) int {
 		return len(v)
 	}
 	return 0
+}
+
+// sealBounded is seal holding a large-work slot when payload is large.
+func (c *Client) sealBounded(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
+	held, err := c.enterLarge(ctx, len(payload))
+	if err != nil {
+		return nil, err
+	}
+	defer c.leaveLarge(held)
+	return c.seal(ctx, s, key, payload)
 }

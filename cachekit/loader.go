@@ -31,7 +31,8 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // once, while the load goes on for the others. The loader's ctx keeps the
 // first caller's values but not its cancellation; it ends when
 // Options.LoadTimeout (default 30 s) has passed, when Close is called, or
-// when every caller waiting for it has given up; callers stop waiting for
+// when every caller waiting for it has given up (a key an MGetOrLoad batch
+// is loading is waited for, and that load runs on for the batch); callers stop waiting for
 // it then too (even if the loader ignores its ctx), and the next call for
 // the key starts a new load rather than joining the abandoned one.
 // Loader errors are returned to every waiting caller and never cached.
@@ -178,9 +179,18 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	token := hex.EncodeToString(tok[:])
 	noop := func() {}
 	var ok bool
+	attempts := 0
 	err := c.rel.do(ctx, "lock", func(ctx context.Context) error {
+		attempts++
 		var err error
 		ok, err = c.l2.TryLock(ctx, lockKey, token, c.lockTTL)
+		if err == nil && !ok && attempts > 1 {
+			// The lock may be ours: taken by the attempt before, whose
+			// reply was lost.
+			if cur, gerr := c.l2.Get(ctx, lockKey); gerr == nil && string(cur) == token {
+				ok = true
+			}
+		}
 		return err
 	})
 	if err != nil {

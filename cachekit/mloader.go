@@ -16,12 +16,16 @@ import (
 //
 // Loads are single-flight per key, shared with GetOrLoad and other
 // MGetOrLoad calls in this process: a missing key already being loaded is
-// waited for, not passed to loader again. The loader runs with a ctx like
-// GetOrLoad's (the first caller's values, not its cancellation, ended by
-// Options.LoadTimeout or Close). A loader error is returned and nothing it
-// returned is cached; so is a Redis read error other than an entry that
-// fails to open (such an entry is loaded afresh). Options.LockTTL's
-// distributed lock is not taken for batch loads.
+// waited for, not passed to loader again (a load that completes between
+// this call's read and its claim on the key is not seen: the key is loaded
+// again). The loader runs with a ctx that keeps the first caller's values
+// but not its cancellation, and ends at Options.LoadTimeout or Close; unlike
+// a GetOrLoad load it is not cancelled when its callers give up, since
+// other keys of the batch may still be waited for. A caller stops waiting
+// when its own ctx ends (ctx.Err()) or at LoadTimeout. A loader error is
+// returned and nothing it returned is cached; so is a Redis read error
+// other than an entry that fails to open (such an entry is loaded afresh).
+// Options.LockTTL's distributed lock is not taken for batch loads.
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
 	out, err := MGet[T](ctx, c, keys)
 	if err != nil && !onlyEntryErrors(err) {

@@ -14,7 +14,8 @@ import (
 
 // Delete removes keys from L2 and then from L1, whatever L2 answered, so
 // this process never serves a deleted value from L1. Several keys go to
-// Redis in one round trip (one DEL per hash slot on a cluster). Deleting a
+// Redis in one round trip (one DEL per hash slot on a cluster), plus one for
+// their invalidation messages when Options.Invalidation is on. Deleting a
 // key that is not cached is not an error.
 func (c *Client) Delete(ctx context.Context, keys ...string) error {
 	if c.closed.Load() {
@@ -23,6 +24,17 @@ func (c *Client) Delete(ctx context.Context, keys ...string) error {
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
 		err = c.rel.do(ctx, "del", func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
+		if err == nil && c.inv != nil && len(keys) > 1 {
+			// Published in its own guarded call: a retry must not send
+			// the DELs again.
+			msgs := make([][]byte, len(keys))
+			for i, k := range keys {
+				msgs[i] = c.publishMsg(k)
+			}
+			err = c.rel.do(ctx, "publish", func(ctx context.Context) error {
+				return c.l2.Publish(ctx, c.inv.channel, msgs...)
+			})
+		}
 		if be := (*BackendError)(nil); errors.As(err, &be) && be.Op == "publish" {
 			c.inv.publishFailures.Add(1)
 			c.warn("invalidation not published after Delete", keys[0], err)
@@ -41,8 +53,9 @@ func (c *Client) Delete(ctx context.Context, keys ...string) error {
 	return err
 }
 
-// deleteL2 sends Delete's commands: one DEL (or DEL and PUBLISH in one
-// round trip) for one key, DELs then the PUBLISHes for several.
+// deleteL2 sends Delete's DELs: for one key, DEL (and, with invalidation,
+// its PUBLISH in the same round trip); for several, one DEL per hash slot
+// in one pipeline (Delete publishes them after).
 func (c *Client) deleteL2(ctx context.Context, keys []string) error {
 	if len(keys) == 1 {
 		full := c.fullKey(keys[0])
@@ -57,20 +70,16 @@ func (c *Client) deleteL2(ctx context.Context, keys []string) error {
 	for i, k := range keys {
 		full[i] = c.fullKey(k)
 	}
-	if _, err := c.l2.Delete(ctx, full...); err != nil || c.inv == nil {
-		return err
-	}
-	msgs := make([][]byte, len(keys))
-	for i, k := range keys {
-		msgs[i] = c.publishMsg(k)
-	}
-	return c.l2.Publish(ctx, c.inv.channel, msgs...)
+	_, err := c.l2.Delete(ctx, full...)
+	return err
 }
 
 // Touch sets the time to live of key to ttl (Redis PEXPIRE) without
 // reading or rewriting its value, and returns ErrNotFound when key is not
-// cached. This process's L1 copy takes the new expiry (unless another
-// write of key overlapped); other instances' L1 copies keep theirs.
+// cached. This process's L1 copy takes the new expiry (or is dropped, when
+// another write of key overlapped). Other instances' L1 copies keep their
+// expiry, except with Options.Invalidation on, where Redis reports the
+// PEXPIRE and they drop their copies.
 func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error {
 	if c.closed.Load() {
 		return ErrClosed
@@ -80,18 +89,10 @@ func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error
 		return err
 	}
 	if c.l2 == nil {
-		// Extend fails when the key is absent or a write of it landed
-		// between Version and Extend: try once more, and if writes keep
-		// landing, theirs are the newer TTLs.
-		for range 2 {
-			if c.l1.Extend(key, ttl, c.l1.Version(key)) {
-				return nil
-			}
+		if !c.l1.ExtendLatest(key, ttl) {
+			return ErrNotFound
 		}
-		if _, ok := c.l1.Remaining(key); ok {
-			return nil
-		}
-		return ErrNotFound
+		return nil
 	}
 	t := c.ticket(key)
 	var found bool
@@ -109,10 +110,12 @@ func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error
 		c.dropL1(key)
 		return ErrNotFound
 	}
-	if c.l1 != nil && t.ok {
-		// The L1 copy's value as it is now (read under its write lock),
-		// only if nothing wrote key since t: then the TTL is Redis's new one.
-		c.l1.Extend(key, ttl-c.now().Sub(t.at), t.ver)
+	// The L1 copy takes the new expiry only if nothing wrote key since t
+	// (Extend re-stores the value L1 holds now, read under its write
+	// lock); otherwise it is dropped, which also turns away a backfill
+	// still carrying the old TTL: L1 never outlives Redis.
+	if c.l1 != nil && !(t.ok && c.l1.Extend(key, ttl-c.now().Sub(t.at), t.ver)) {
+		c.dropL1(key)
 	}
 	if c.swr != nil {
 		c.swr.rewritten(key, c.now(), ttl)
@@ -232,7 +235,11 @@ func (c *Client) getWithTTL(ctx context.Context, key string, dst any) (time.Dura
 	if tier == TierL1 {
 		// What L1 holds key for now (a write after the read above may
 		// have replaced the entry: then it is the newer entry's).
-		left, _ = c.l1.Remaining(key)
+		var ok bool
+		if left, ok = c.l1.Remaining(key); !ok {
+			// Expired or dropped since the read: as good as a miss.
+			return 0, ErrNotFound
+		}
 	}
 	if err := c.decode(payload, dst); err != nil {
 		return 0, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}

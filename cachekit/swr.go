@@ -121,6 +121,18 @@ func (w *swrState) record(key string, now time.Time, remaining, ttl time.Duratio
 	w.meta[key] = swrMeta{expires: exp, ttl: ttl}
 }
 
+// observe is record for an entry read from Redis: it keeps the full
+// lifetime learned when this process stored the entry (which a loader's
+// OverrideTTL may have set) over the ttl of the call that read it.
+func (w *swrState) observe(key string, now time.Time, remaining, ttl time.Duration) {
+	w.mu.Lock()
+	if m, ok := w.meta[key]; ok && m.ttl > 0 {
+		ttl = m.ttl
+	}
+	w.mu.Unlock()
+	w.record(key, now, remaining, ttl)
+}
+
 // rewritten updates a tracked key after a plain Set stored it for ttl.
 func (w *swrState) rewritten(key string, now time.Time, ttl time.Duration) {
 	w.mu.Lock()
@@ -217,7 +229,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 	}
 	now := c.now()
 	if tier == TierL2 {
-		c.swr.record(key, now, remaining, ttl)
+		c.swr.observe(key, now, remaining, ttl)
 		if c.l1 != nil {
 			ver = c.l1.Version(key) // after our own backfill
 		}

@@ -38,6 +38,20 @@ func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
 	})
 }
 
+// ExtendLatest is Extend without a token: it re-stores whatever value key
+// holds now with the new ttl. It returns false when the cache holds no
+// unexpired entry for key.
+func (c *Cache) ExtendLatest(key string, ttl time.Duration) bool {
+	return c.locked(key, func(st *stripe) bool {
+		val, ok := c.current(key)
+		if !ok {
+			return false
+		}
+		st.ver.Add(1)
+		return c.put(key, val, ttl)
+	})
+}
+
 // locked runs fn holding key's shard read lock and stripe lock, as write
 // does, and counts a stored entry; false when the cache is closed.
 func (c *Cache) locked(key string, fn func(st *stripe) bool) bool {
