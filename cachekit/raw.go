@@ -1,0 +1,83 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/l2"
+)
+
+// rawBatch is how many keys one SCAN step asks for and one pipeline reads.
+const rawBatch = 500
+
+// RawEntry is one entry as RawScan reads it, unopened.
+type RawEntry struct {
+	Key    string        // without Options.KeyPrefix
+	Stored []byte        // the bytes Redis holds; nil when the key holds another Redis type
+	TTL    time.Duration // remaining time to live; 0: no expiry
+}
+
+// RawScan walks Redis for the keys matching pattern (a Redis glob, matched
+// after Options.KeyPrefix; on a cluster, every master) and calls fn with
+// each batch of up to 500 entries: their keys, stored bytes and remaining
+// TTLs, read in one pipeline per batch and not opened. A key that expires
+// between the walk and the read is left out; as with SCAN itself, a key may
+// be reported twice while Redis resizes its tables. It is meant for inspection
+// tools such as the cachekit command's scan; an error from fn stops the
+// walk and is returned.
+func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if c.l2 == nil {
+		return nil
+	}
+	return c.l2.Scan(ctx, c.prefix+pattern, rawBatch, func(keys []string) error {
+		vals, ttls, err := c.l2.MGetWithTTL(ctx, keys)
+		var wt *l2.WrongTypeError
+		if err != nil && !errors.As(err, &wt) {
+			return err
+		}
+		other := map[int]bool{}
+		if wt != nil {
+			for _, i := range wt.Index {
+				other[i] = true
+			}
+		}
+		batch := make([]RawEntry, 0, len(keys))
+		for i, k := range keys {
+			if vals[i] == nil && !other[i] {
+				continue // expired since the walk
+			}
+			batch = append(batch, RawEntry{Key: strings.TrimPrefix(k, c.prefix), Stored: vals[i], TTL: ttls[i]})
+		}
+		return fn(batch)
+	})
+}
+
+// DeleteMatching deletes from Redis every key matching pattern (a Redis
+// glob, matched after Options.KeyPrefix; on a cluster, every master), in
+// batches of up to 500, drops them from this process's L1, and returns how
+// many Redis deleted. Other instances drop their L1 copies when their
+// Client has Options.Invalidation on (Redis reports the deletes). It is
+// meant for operators' tools such as the cachekit command's flush.
+func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	if c.l2 == nil {
+		return 0, nil
+	}
+	var deleted int64
+	err := c.l2.Scan(ctx, c.prefix+pattern, rawBatch, func(keys []string) error {
+		n, err := c.l2.Delete(ctx, keys...)
+		deleted += n
+		for _, k := range keys {
+			c.dropL1(strings.TrimPrefix(k, c.prefix))
+		}
+		return err
+	})
+	return deleted, err
+}
