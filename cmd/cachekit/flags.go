@@ -32,6 +32,7 @@ type globalFlags struct {
 	summary   bool   // scan
 	match     string // flush
 	yes       bool   // flush
+	sample    int    // stats
 
 	redisURL      string
 	secure        bool

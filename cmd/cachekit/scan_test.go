@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -193,4 +194,64 @@ func TestFlushReachesL1(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling an asynchronous delivery
 	}
+}
+
+// TestStats: stats counts a sample by mode, keyring entry, expiry and size,
+// and stops at --sample.
+func TestStats(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	cur, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, testKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	for i := range 5 {
+		if err := cur.Set(ctx, fmt.Sprintf("c:%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if err := old.Set(ctx, fmt.Sprintf("o:%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.rdb.Set(ctx, "forever", "junk", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	code, out, errOut := runIn(envv, "stats", "--secure")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("stats: exit %d, %q", code, errOut)
+	}
+	for _, want := range []string{
+		"entries sampled   9 ",
+		"by mode           encrypted 8, plain 0, unknown 1",
+		"by keyring entry  current 5, previous#1 3, none 1",
+		"no expiry         1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stats output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runIn(envv, "stats", "--sample", "4"); code != exitOK || !strings.Contains(out, "entries sampled   4 ") {
+		t.Fatalf("stats --sample 4: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runIn(envv, "stats", "--sample", "0"); code != exitUsage {
+		t.Fatalf("stats --sample 0: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func mustHex(t *testing.T, h string) []byte {
+	t.Helper()
+	b, err := encryption.ParseMasterKeyHex(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

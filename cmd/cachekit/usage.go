@@ -28,7 +28,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdScan, cmdFlush, cmdVersion}
+	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdScan, cmdStats, cmdFlush, cmdVersion}
 }
 
 // lookup returns the command called name, or nil.
