@@ -81,3 +81,36 @@ func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, err
 	})
 	return deleted, err
 }
+
+// RawSwap is one compare-and-set for Client.RawSwap.
+type RawSwap struct {
+	Key      string // without Options.KeyPrefix
+	Old, New []byte // the stored bytes expected, and their replacement
+}
+
+// RawSwap replaces stored bytes: for each item, key's value becomes New,
+// keeping its remaining TTL, only while key still holds exactly Old (one
+// server-side compare-and-set per key, all in one pipeline), so a value
+// written meanwhile is never overwritten. It reports which swaps happened;
+// this process's L1 copies of the swapped keys are dropped. It is meant for
+// operators' tools such as the cachekit command's rotate, which re-seals
+// entries under the current key.
+func (c *Client) RawSwap(ctx context.Context, items []RawSwap) ([]bool, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if c.l2 == nil {
+		return make([]bool, len(items)), nil
+	}
+	swaps := make([]l2.Swap, len(items))
+	for i, it := range items {
+		swaps[i] = l2.Swap{Key: c.prefix + it.Key, Old: it.Old, New: it.New}
+	}
+	done, err := c.l2.SwapMany(ctx, swaps)
+	for i, ok := range done {
+		if ok {
+			c.dropL1(items[i].Key)
+		}
+	}
+	return done, err
+}

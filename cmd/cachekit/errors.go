@@ -19,6 +19,7 @@ const (
 	exitUsage       = 2 // bad command line, bad input value or bad configuration
 	exitIntegrity   = 3 // the entry exists but does not open: tampered, wrong key or tenant, moved, foreign
 	exitUnavailable = 4 // Redis could not be reached or failed
+	exitPartial     = 5 // rotate: some entries could not be re-sealed, or it was interrupted
 )
 
 // exitError is an error that decides the exit code itself. Its message is

@@ -28,11 +28,13 @@ type globalFlags struct {
 	namespace string
 	operation string
 	args      string
-	json      bool   // scan
-	summary   bool   // scan
-	match     string // flush
-	yes       bool   // flush
-	sample    int    // stats
+	json      bool    // scan
+	summary   bool    // scan
+	match     string  // flush
+	yes       bool    // flush
+	sample    int     // stats
+	dryRun    bool    // rotate
+	rate      float64 // rotate
 
 	redisURL      string
 	secure        bool

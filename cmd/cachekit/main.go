@@ -10,8 +10,8 @@
 // Run `cachekit -h` for the commands and `cachekit <command> -h` for each
 // command's flags and examples. Exit codes: 0 ok, 1 not found, 2 usage or
 // configuration error, 3 integrity or authentication failure, 4 Redis
-// unavailable. Errors go to stderr on one line and never contain key
-// material, values or secrets.
+// unavailable, 5 rotate could not re-seal some entries. Errors go to stderr
+// on one line and never contain key material, values or secrets.
 package main
 
 import (
@@ -115,12 +115,17 @@ func fail(stderr io.Writer, err error) int {
 // splitCommand finds the subcommand name, which may follow global flags
 // (`cachekit --secure get KEY`), and returns it with the remaining arguments.
 func splitCommand(args []string) (string, []string) {
-	fs := newFlagSet("cachekit")
+	// Every command's flags, each set on its own FlagSet (two commands may
+	// define the same flag), so that a flag's value is not taken for the
+	// command name.
+	sets := []*flag.FlagSet{newFlagSet("cachekit")}
 	var g globalFlags
-	g.register(fs)
+	g.register(sets[0])
 	for _, c := range commands {
 		if c.flags != nil {
-			c.flags(fs, &g)
+			cfs := newFlagSet(c.name)
+			c.flags(cfs, &g)
+			sets = append(sets, cfs)
 		}
 	}
 	for i := 0; i < len(args); i++ {
@@ -135,8 +140,11 @@ func splitCommand(args []string) (string, []string) {
 		if isHelp(a) {
 			return "", nil
 		}
-		if takesValue(fs, a) {
-			i++
+		for _, fs := range sets {
+			if takesValue(fs, a) {
+				i++
+				break
+			}
 		}
 	}
 	return "", nil

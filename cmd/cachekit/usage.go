@@ -28,7 +28,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdScan, cmdStats, cmdFlush, cmdVersion}
+	commands = []*command{cmdGet, cmdSet, cmdDel, cmdExists, cmdTTL, cmdInspect, cmdKey, cmdKeygen, cmdScan, cmdStats, cmdRotate, cmdFlush, cmdVersion}
 }
 
 // lookup returns the command called name, or nil.
@@ -61,7 +61,8 @@ non-string keys print as {"$map":[[k,v],...]}, extensions as
 
 const exitHelp = `Exit codes: 0 ok, 1 not found, 2 usage or configuration error,
 3 integrity or authentication failure (tampered, wrong key or tenant, entry moved
-from another key, unreadable entry, not a CacheKit entry), 4 Redis unavailable.`
+from another key, unreadable entry, not a CacheKit entry), 4 Redis unavailable,
+5 rotate could not re-seal some entries (or was interrupted).`
 
 // printMainUsage writes `cachekit -h`.
 func printMainUsage(w io.Writer) {

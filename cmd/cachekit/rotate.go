@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/cachekit"
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+var cmdRotate = &command{
+	name:     "rotate",
+	synopsis: "rotate --secure [--match PATTERN] [--dry-run] [--rate N] [--json]",
+	summary:  "re-seal every entry that opens under a previous key with the current key",
+	help: "Walks the keys matching --match (a Redis glob after --prefix; default *; on a\n" +
+		"cluster, every master), reads them in pipelines of 500 and opens each with the\n" +
+		"keyring ($" + envMasterKey + " current, $" + envPreviousKeys + " previous).\n" +
+		"Each entry that opened under a previous key is sealed again under the current\n" +
+		"key and written back with a server-side compare-and-set: only if the stored\n" +
+		"bytes are still the ones read (a value the application wrote meanwhile is\n" +
+		"kept), keeping the key's remaining TTL. Entries already current, plaintext,\n" +
+		"unreadable (tampered, another key or tenant) and keys of other Redis types are\n" +
+		"left untouched and counted. Progress goes to stderr every 2 s, the summary to\n" +
+		"stdout (--json: one object). --dry-run counts without writing; --rate N\n" +
+		"holds the walk to N entries per second. Ctrl-C stops between batches.\n" +
+		"Exit 0 when every entry that opened under a previous key was re-sealed or had\n" +
+		"changed meanwhile; 5 when some could not be written (or on interrupt).",
+	examples: []string{
+		"cachekit rotate --secure --dry-run",
+		"cachekit rotate --secure --match 'session:*' --rate 5000 --json",
+	},
+	minArgs: 0, maxArgs: 0,
+	flags: func(fs *flag.FlagSet, g *globalFlags) {
+		fs.StringVar(&g.match, "match", "", "Redis glob `pattern` of the keys to rotate (after --prefix; default *)")
+		fs.BoolVar(&g.dryRun, "dry-run", false, "count what would be re-sealed, write nothing")
+		fs.Float64Var(&g.rate, "rate", 0, "entries per second at most (0: as fast as Redis answers)")
+		fs.BoolVar(&g.json, "json", false, "print the summary as one JSON object")
+	},
+	run:     runRotate,
+	timeout: 24 * time.Hour,
+}
+
+// rotateSummary is what rotate reports.
+type rotateSummary struct {
+	Scanned        int     `json:"scanned"`
+	Resealed       int     `json:"resealed"`
+	WouldReseal    int     `json:"would_reseal,omitempty"`
+	AlreadyCurrent int     `json:"already_current"`
+	Unreadable     int     `json:"unreadable"`
+	Plaintext      int     `json:"plaintext"`
+	OtherType      int     `json:"other_type"`
+	Changed        int     `json:"changed_or_expired_meanwhile"`
+	Failed         int     `json:"failed"`
+	Seconds        float64 `json:"seconds"`
+	PerSecond      float64 `json:"entries_per_second"`
+}
+
+func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
+	if !g.secure {
+		return usageErrorf("rotate: --secure is required (the keyring comes from $%s and $%s)", envMasterKey, envPreviousKeys)
+	}
+	if g.rate < 0 {
+		return usageErrorf("rotate: --rate must not be negative")
+	}
+	pattern := g.match
+	if pattern == "" {
+		pattern = "*"
+	}
+	m, err := openManager(g, e.getenv)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	var sum rotateSummary
+	var firstErr error
+	start := time.Now()
+	lastReport := start
+	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
+		return c.RawScan(ctx, pattern, func(batch []cachekit.RawEntry) error {
+			var swaps []cachekit.RawSwap
+			for _, r := range batch {
+				sum.Scanned++
+				if s, ok, err := resealEntry(ctx, g, m, r, &sum); err != nil {
+					return err
+				} else if ok {
+					swaps = append(swaps, s)
+				}
+			}
+			if g.dryRun {
+				sum.WouldReseal += len(swaps)
+			} else if len(swaps) > 0 {
+				done, err := c.RawSwap(ctx, swaps)
+				for i := range swaps {
+					switch {
+					case i < len(done) && done[i]:
+						sum.Resealed++
+					case err != nil && (i >= len(done) || !done[i]):
+						sum.Failed++
+					default:
+						sum.Changed++
+					}
+				}
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}
+			if now := time.Now(); now.Sub(lastReport) >= 2*time.Second {
+				lastReport = now
+				fmt.Fprintf(e.stderr, "rotate: scanned %d, re-sealed %d, current %d, unreadable %d, changed %d, %.0f/s\n",
+					sum.Scanned, sum.Resealed+sum.WouldReseal, sum.AlreadyCurrent, sum.Unreadable, sum.Changed,
+					float64(sum.Scanned)/now.Sub(start).Seconds())
+			}
+			return pace(ctx, start, sum.Scanned, g.rate)
+		})
+	})
+	sum.Seconds = time.Since(start).Seconds()
+	if sum.Seconds > 0 {
+		sum.PerSecond = float64(sum.Scanned) / sum.Seconds
+	}
+	printRotateSummary(e.stdout, g, sum)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: interrupted after %d entries; run it again to finish", sum.Scanned)}
+	case err != nil:
+		return err
+	case sum.Failed > 0:
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: %d entries could not be re-sealed: %s", sum.Failed, classifyMsg(firstErr))}
+	}
+	return nil
+}
+
+// resealEntry opens r with the keyring and, when a previous key opened it,
+// returns the swap that re-seals it under the current key. It counts r in
+// sum otherwise.
+func resealEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, r cachekit.RawEntry, sum *rotateSummary) (cachekit.RawSwap, bool, error) {
+	if r.Stored == nil {
+		sum.OtherType++
+		return cachekit.RawSwap{}, false, nil
+	}
+	fullKey := g.prefix + r.Key
+	aad, err := protocol.AppendAAD(nil, g.tenant, fullKey, protocol.FormatMsgpack, g.compressed())
+	if err != nil {
+		return cachekit.RawSwap{}, false, usageErrorf("cannot build the AAD: %v", err)
+	}
+	plain, idx, err := m.DecryptIndex(ctx, nil, r.Stored, aad)
+	switch {
+	case err != nil && looksPlain(g, r.Stored):
+		sum.Plaintext++
+		return cachekit.RawSwap{}, false, nil
+	case err != nil:
+		sum.Unreadable++
+		return cachekit.RawSwap{}, false, nil
+	case idx == 0:
+		sum.AlreadyCurrent++
+		clear(plain)
+		return cachekit.RawSwap{}, false, nil
+	}
+	sealed, err := m.Encrypt(ctx, nil, plain, aad)
+	clear(plain)
+	if err != nil {
+		return cachekit.RawSwap{}, false, err
+	}
+	return cachekit.RawSwap{Key: r.Key, Old: r.Stored, New: sealed}, true, nil
+}
+
+// pace sleeps until n entries since start are within rate per second.
+func pace(ctx context.Context, start time.Time, n int, rate float64) error {
+	if rate <= 0 {
+		return nil
+	}
+	due := start.Add(time.Duration(float64(n) / rate * float64(time.Second)))
+	wait := time.Until(due)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func printRotateSummary(w io.Writer, g *globalFlags, s rotateSummary) {
+	if g.json {
+		b, _ := json.Marshal(s)
+		fmt.Fprintf(w, "%s\n", b)
+		return
+	}
+	verb := fmt.Sprintf("re-sealed %d", s.Resealed)
+	if g.dryRun {
+		verb = fmt.Sprintf("would re-seal %d (dry run)", s.WouldReseal)
+	}
+	fmt.Fprintf(w, "scanned %d: %s, already current %d, changed or expired meanwhile %d, unreadable %d, plaintext %d, other types %d, failed %d (%.1f s, %.0f entries/s)\n",
+		s.Scanned, verb, s.AlreadyCurrent, s.Changed, s.Unreadable, s.Plaintext, s.OtherType, s.Failed, s.Seconds, s.PerSecond)
+}
+
+// classifyMsg is the one-line message classify gives err.
+func classifyMsg(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	_, msg := classify(err)
+	return msg
+}
