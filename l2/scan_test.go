@@ -50,3 +50,38 @@ func TestScanEveryMaster(t *testing.T) {
 		})
 	}
 }
+
+// TestSwapManyCluster: SwapMany's compare-and-set works across the slots
+// and masters of a cluster (the script is loaded on every master).
+func TestSwapManyCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb)
+	var items []Swap
+	for i := range 60 {
+		k := fmt.Sprintf("k:%d", i)
+		if err := s.Set(bg, k, []byte("old"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		old := []byte("old")
+		if i%3 == 0 {
+			old = []byte("stale") // these must not be swapped
+		}
+		items = append(items, Swap{Key: k, Old: old, New: []byte("new")})
+	}
+	done, err := s.SwapMany(bg, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range done {
+		want := i%3 != 0
+		got, _ := s.Get(bg, items[i].Key)
+		if ok != want || (string(got) == "new") != want {
+			t.Fatalf("%s: swapped %v, value %q; want swapped %v", items[i].Key, ok, got, want)
+		}
+		if d, _ := s.TTL(bg, items[i].Key); d < 59*time.Minute {
+			t.Fatalf("%s lost its TTL: %v", items[i].Key, d)
+		}
+	}
+}
