@@ -2,14 +2,14 @@ package cachekit
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
-// rawBatch is how many keys one SCAN step asks for and one pipeline reads.
+// rawBatch is how many keys one SCAN step asks for (a hint to Redis) and
+// so, about, how many one pipeline reads.
 const rawBatch = 500
 
 // RawEntry is one entry as RawScan reads it, unopened.
@@ -19,14 +19,48 @@ type RawEntry struct {
 	TTL    time.Duration // remaining time to live; 0: no expiry
 }
 
+// globEscape escapes the characters SCAN MATCH treats as pattern syntax,
+// so a key prefix matches only itself.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// scanKeys walks the keys under this Client's prefix matching pattern and
+// calls fn with each batch of full keys.
+func (c *Client) scanKeys(ctx context.Context, pattern string, fn func(full []string) error) error {
+	return c.l2.Scan(ctx, globEscape(c.prefix)+pattern, rawBatch, func(keys []string) error {
+		mine := keys[:0:0]
+		for _, k := range keys {
+			if strings.HasPrefix(k, c.prefix) {
+				mine = append(mine, k)
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		return fn(mine)
+	})
+}
+
 // RawScan walks Redis for the keys matching pattern (a Redis glob, matched
-// after Options.KeyPrefix; on a cluster, every master) and calls fn with
-// each batch of up to 500 entries: their keys, stored bytes and remaining
-// TTLs, read in one pipeline per batch and not opened. A key that expires
+// after Options.KeyPrefix, which is matched literally; on a cluster client,
+// every master) and calls fn with each batch of entries, about 500 at a
+// time: their keys, stored bytes and remaining TTLs, read with single-key
+// commands in one pipeline per batch and not opened. A key that expires
 // between the walk and the read is left out; as with SCAN itself, a key may
-// be reported twice while Redis resizes its tables. It is meant for inspection
-// tools such as the cachekit command's scan; an error from fn stops the
-// walk and is returned.
+// be reported twice while Redis resizes its tables. It is meant for
+// inspection tools such as the cachekit command's scan; an error from fn
+// stops the walk and is returned.
 func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
 	if c.closed.Load() {
 		return ErrClosed
@@ -34,17 +68,10 @@ func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry
 	if c.l2 == nil {
 		return nil
 	}
-	return c.l2.Scan(ctx, c.prefix+pattern, rawBatch, func(keys []string) error {
-		vals, ttls, err := c.l2.MGetWithTTL(ctx, keys)
-		var wt *l2.WrongTypeError
-		if err != nil && !errors.As(err, &wt) {
+	return c.scanKeys(ctx, pattern, func(keys []string) error {
+		vals, ttls, other, err := c.l2.ReadRaw(ctx, keys)
+		if err != nil {
 			return err
-		}
-		other := map[int]bool{}
-		if wt != nil {
-			for _, i := range wt.Index {
-				other[i] = true
-			}
 		}
 		batch := make([]RawEntry, 0, len(keys))
 		for i, k := range keys {
@@ -58,11 +85,12 @@ func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry
 }
 
 // DeleteMatching deletes from Redis every key matching pattern (a Redis
-// glob, matched after Options.KeyPrefix; on a cluster, every master), in
-// batches of up to 500, drops them from this process's L1, and returns how
-// many Redis deleted. Other instances drop their L1 copies when their
-// Client has Options.Invalidation on (Redis reports the deletes). It is
-// meant for operators' tools such as the cachekit command's flush.
+// glob, matched after Options.KeyPrefix, which is matched literally; on a
+// cluster client, every master) with UNLINK, about 500 at a time, drops
+// them from this process's L1, and returns how many Redis deleted. Other
+// instances drop their L1 copies when their Client has Options.Invalidation
+// on (Redis reports the deletes). It is meant for operators' tools such as
+// the cachekit command's flush.
 func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -71,8 +99,8 @@ func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, err
 		return 0, nil
 	}
 	var deleted int64
-	err := c.l2.Scan(ctx, c.prefix+pattern, rawBatch, func(keys []string) error {
-		n, err := c.l2.Delete(ctx, keys...)
+	err := c.scanKeys(ctx, pattern, func(keys []string) error {
+		n, err := c.l2.Unlink(ctx, keys...)
 		deleted += n
 		for _, k := range keys {
 			c.dropL1(strings.TrimPrefix(k, c.prefix))
@@ -91,26 +119,31 @@ type RawSwap struct {
 // RawSwap replaces stored bytes: for each item, key's value becomes New,
 // keeping its remaining TTL, only while key still holds exactly Old (one
 // server-side compare-and-set per key, all in one pipeline), so a value
-// written meanwhile is never overwritten. It reports which swaps happened;
-// this process's L1 copies of the swapped keys are dropped. It is meant for
-// operators' tools such as the cachekit command's rotate, which re-seals
-// entries under the current key.
-func (c *Client) RawSwap(ctx context.Context, items []RawSwap) ([]bool, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	if c.l2 == nil {
-		return make([]bool, len(items)), nil
+// written meanwhile is never overwritten. done[i] reports whether item i
+// was swapped; errs[i] is non-nil when item i failed; done[i] false with
+// errs[i] nil means the key no longer held Old (rewritten, expired, or now
+// of another Redis type). This process's L1 copies of the swapped keys are
+// dropped. It is meant for operators' tools such as the cachekit command's
+// rotate, which re-seals entries under the current key.
+func (c *Client) RawSwap(ctx context.Context, items []RawSwap) (done []bool, errs []error) {
+	if c.closed.Load() || c.l2 == nil {
+		done, errs = make([]bool, len(items)), make([]error, len(items))
+		if c.closed.Load() {
+			for i := range errs {
+				errs[i] = ErrClosed
+			}
+		}
+		return done, errs
 	}
 	swaps := make([]l2.Swap, len(items))
 	for i, it := range items {
 		swaps[i] = l2.Swap{Key: c.prefix + it.Key, Old: it.Old, New: it.New}
 	}
-	done, err := c.l2.SwapMany(ctx, swaps)
+	done, errs = c.l2.SwapMany(ctx, swaps)
 	for i, ok := range done {
 		if ok {
 			c.dropL1(items[i].Key)
 		}
 	}
-	return done, err
+	return done, errs
 }

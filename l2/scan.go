@@ -2,19 +2,39 @@ package l2
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Scan calls fn with the keys matching pattern (SCAN MATCH, count keys
-// asked per step), walking every master of a cluster. fn is never called
-// concurrently; an error from fn stops the walk and is returned.
+// asked per step), walking every master of a cluster client. fn is never
+// called concurrently, and never again once it has returned an error: that
+// error stops the walk on every master and is returned.
 func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(keys []string) error) error {
 	if err := s.check("scan"); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex // ForEachMaster walks the masters concurrently
+	var stopped error
+	call := func(keys []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped != nil {
+			return stopped
+		}
+		if err := fn(keys); err != nil {
+			stopped = err
+			cancel()
+			return err
+		}
+		return nil
+	}
 	walk := func(ctx context.Context, c redis.Cmdable) error {
 		var cursor uint64
 		for {
@@ -23,10 +43,7 @@ func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(k
 				return fail("scan", err)
 			}
 			if len(keys) > 0 {
-				mu.Lock()
-				err := fn(keys)
-				mu.Unlock()
-				if err != nil {
+				if err := call(keys); err != nil {
 					return err
 				}
 			}
@@ -36,8 +53,86 @@ func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(k
 			cursor = next
 		}
 	}
+	var err error
 	if s.cluster != nil {
-		return s.cluster.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return walk(ctx, m) })
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return walk(ctx, m) })
+	} else {
+		err = walk(ctx, s.rdb)
 	}
-	return walk(ctx, s.rdb)
+	mu.Lock()
+	defer mu.Unlock()
+	if stopped != nil {
+		return stopped
+	}
+	return err
+}
+
+// ReadRaw reads the value and remaining TTL of each key with single-key
+// commands in one pipeline (so it works against one node of a cluster for
+// keys in different slots). vals[i] is nil for a missing key; other[i]
+// reports a key of another Redis type (vals[i] nil, ttls[i] its TTL);
+// ttls[i] is 0 for no expiry.
+func (s *Store) ReadRaw(ctx context.Context, keys []string) (vals [][]byte, ttls []time.Duration, other []bool, err error) {
+	if err := s.check("get"); err != nil {
+		return nil, nil, nil, err
+	}
+	gets := make([]*redis.StringCmd, len(keys))
+	pttls := make([]*redis.DurationCmd, len(keys))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			gets[i] = p.Get(ctx, k)
+			pttls[i] = p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	vals = make([][]byte, len(keys))
+	ttls = make([]time.Duration, len(keys))
+	other = make([]bool, len(keys))
+	for i := range keys {
+		b, gerr := gets[i].Bytes()
+		switch {
+		case errors.Is(gerr, redis.Nil):
+		case gerr != nil && strings.HasPrefix(gerr.Error(), "WRONGTYPE"):
+			other[i] = true
+		case gerr != nil:
+			return nil, nil, nil, fail("get", gerr)
+		default:
+			vals[i] = b
+		}
+		d, perr := pttls[i].Result()
+		if perr != nil {
+			return nil, nil, nil, fail("get", perr)
+		}
+		if ttl, found := fromPTTL(d); found {
+			ttls[i] = ttl
+		} else {
+			vals[i], other[i] = nil, false // expired between the two commands
+		}
+	}
+	return vals, ttls, other, nil
+}
+
+// Unlink removes keys with one UNLINK per key in one pipeline (Redis frees
+// the values in the background; single-key commands work against one node
+// of a cluster) and returns how many existed.
+func (s *Store) Unlink(ctx context.Context, keys ...string) (int64, error) {
+	if err := s.check("del"); err != nil {
+		return 0, err
+	}
+	cmds := make([]*redis.IntCmd, len(keys))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	var n int64
+	for _, c := range cmds {
+		d, err := c.Result()
+		if err != nil {
+			return n, fail("del", err)
+		}
+		n += d
+	}
+	return n, nil
 }

@@ -70,11 +70,23 @@ func TestSwapManyCluster(t *testing.T) {
 		}
 		items = append(items, Swap{Key: k, Old: old, New: []byte("new")})
 	}
-	done, err := s.SwapMany(bg, items)
-	if err != nil {
+	_ = rdb.Del(bg, "k:1") // k:1 becomes a list meanwhile
+	if err := rdb.RPush(bg, "k:1", "now a list").Err(); err != nil {
 		t.Fatal(err)
 	}
+	done, errs := s.SwapMany(bg, items)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("item %d: %v", i, err)
+		}
+	}
 	for i, ok := range done {
+		if i == 1 {
+			if ok {
+				t.Fatal("a key that became a list was swapped")
+			}
+			continue
+		}
 		want := i%3 != 0
 		got, _ := s.Get(bg, items[i].Key)
 		if ok != want || (string(got) == "new") != want {
@@ -83,5 +95,47 @@ func TestSwapManyCluster(t *testing.T) {
 		if d, _ := s.TTL(bg, items[i].Key); d < 59*time.Minute {
 			t.Fatalf("%s lost its TTL: %v", items[i].Key, d)
 		}
+	}
+}
+
+// TestScanStopsAndNodeReads: an error from fn stops the walk on every
+// master (fn is called once); ReadRaw and Unlink work against one node of
+// a cluster for keys of many slots (single-key commands, no CROSSSLOT).
+func TestScanStopsAndNodeReads(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	crdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { _ = crdb.Close() })
+	cs := New(crdb)
+	for i := range 300 {
+		if err := cs.Set(bg, fmt.Sprintf("u:%d", i), []byte("v"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	stop := fmt.Errorf("stop")
+	if err := cs.Scan(bg, "u:*", 10, func([]string) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("Scan = %v after %d calls; want stop after 1", err, calls)
+	}
+	node := redis.NewClient(&redis.Options{Addr: cl.Addrs()[0]})
+	t.Cleanup(func() { _ = node.Close() })
+	ns := New(node)
+	var keys []string
+	if err := ns.Scan(bg, "u:*", 500, func(k []string) error { keys = append(keys, k...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 || len(keys) == 300 {
+		t.Fatalf("one node of three holds %d of 300 keys", len(keys))
+	}
+	vals, ttls, other, err := ns.ReadRaw(bg, keys)
+	if err != nil {
+		t.Fatalf("ReadRaw on one node: %v", err)
+	}
+	for i := range keys {
+		if string(vals[i]) != "v" || ttls[i] <= 0 || other[i] {
+			t.Fatalf("%s: %q %v %v", keys[i], vals[i], ttls[i], other[i])
+		}
+	}
+	if n, err := ns.Unlink(bg, keys...); err != nil || n != int64(len(keys)) {
+		t.Fatalf("Unlink on one node = %d, %v; want %d", n, err, len(keys))
 	}
 }

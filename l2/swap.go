@@ -7,9 +7,11 @@ import (
 )
 
 // swapScript replaces KEYS[1]'s value with ARGV[2], keeping its TTL, only
-// while it still holds ARGV[1]: 1 when it did, 0 otherwise.
+// while it still holds the string ARGV[1]: 1 when it did, 0 otherwise
+// (also for a key that now holds another Redis type).
 var swapScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' and v == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
   return 1
 end
@@ -22,35 +24,36 @@ type Swap struct {
 }
 
 // SwapMany replaces each item's value with New, keeping the key's remaining
-// TTL, only while the key still holds exactly Old (a server-side script
-// per key, all in one pipeline: a value written meanwhile is never
-// overwritten). It reports, per item, whether the swap happened; err is the
-// first failure, and the items after it report false.
-func (s *Store) SwapMany(ctx context.Context, items []Swap) ([]bool, error) {
+// TTL, only while the key still holds exactly Old (one server-side script
+// per key, sent with EVAL in one pipeline, so it needs no script cache and
+// works against one node of a cluster for keys in different slots): a
+// value written meanwhile is never overwritten. done[i] reports whether
+// item i was swapped; errs[i] is non-nil when item i failed (then done[i]
+// is false). done[i] false with errs[i] nil means the key no longer held
+// Old.
+func (s *Store) SwapMany(ctx context.Context, items []Swap) (done []bool, errs []error) {
+	done = make([]bool, len(items))
+	errs = make([]error, len(items))
 	if err := s.check("swap"); err != nil {
-		return nil, err
-	}
-	out := make([]bool, len(items))
-	if len(items) == 0 {
-		return out, nil
-	}
-	// Load the script once so the pipeline can use EVALSHA.
-	if err := swapScript.Load(ctx, s.rdb).Err(); err != nil {
-		return out, fail("swap", err)
+		for i := range errs {
+			errs[i] = err
+		}
+		return done, errs
 	}
 	cmds := make([]*redis.Cmd, len(items))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, it := range items {
-			cmds[i] = swapScript.EvalSha(ctx, p, []string{it.Key}, it.Old, it.New)
+			cmds[i] = swapScript.Eval(ctx, p, []string{it.Key}, it.Old, it.New)
 		}
 		return nil
 	})
 	for i, c := range cmds {
 		n, err := c.Int64()
 		if err != nil {
-			return out, fail("swap", err)
+			errs[i] = fail("swap", err)
+			continue
 		}
-		out[i] = n == 1
+		done[i] = n == 1
 	}
-	return out, nil
+	return done, errs
 }

@@ -14,12 +14,14 @@ var cmdFlush = &command{
 	synopsis: "flush --match PATTERN --yes",
 	summary:  "delete every entry whose key matches PATTERN (refuses without --yes)",
 	help: "Walks the keyspace with SCAN MATCH (PATTERN is a Redis glob, matched after\n" +
-		"--prefix) and deletes the matching keys, 500 at a time, then\n" +
+		"--prefix, which is matched literally) and deletes the matching keys with\n" +
+		"UNLINK, about 500 at a time, then\n" +
 		"prints how many it deleted. Applications whose Client has Invalidation on\n" +
 		"(Production's default) drop the keys from their L1 as Redis reports the\n" +
 		"deletes; others keep their L1 copies until those expire. It refuses to run\n" +
-		"without --yes. After a key compromise: rotate to a fresh master key with no\n" +
-		"previous keys, then flush what the old key sealed.",
+		"without --yes. After a key compromise: deploy a fresh master key with no\n" +
+		"previous keys, then flush what the old key sealed. The tool connects to one\n" +
+		"Redis server: on a cluster, run it against each master.",
 	examples: []string{"cachekit flush --match 'session:*' --yes", "cachekit flush --match '*' --prefix app: --yes"},
 	minArgs:  0, maxArgs: 0,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {

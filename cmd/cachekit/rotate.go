@@ -18,8 +18,8 @@ var cmdRotate = &command{
 	name:     "rotate",
 	synopsis: "rotate --secure [--match PATTERN] [--dry-run] [--rate N] [--json]",
 	summary:  "re-seal every entry that opens under a previous key with the current key",
-	help: "Walks the keys matching --match (a Redis glob after --prefix; default *; on a\n" +
-		"cluster, every master), reads them in pipelines of 500 and opens each with the\n" +
+	help: "Walks the keys matching --match (a Redis glob after --prefix, which is matched\n" +
+		"literally; default *), reads them in pipelines of about 500 and opens each with the\n" +
 		"keyring ($" + envMasterKey + " current, $" + envPreviousKeys + " previous).\n" +
 		"Each entry that opened under a previous key is sealed again under the current\n" +
 		"key and written back with a server-side compare-and-set: only if the stored\n" +
@@ -28,7 +28,11 @@ var cmdRotate = &command{
 		"unreadable (tampered, another key or tenant) and keys of other Redis types are\n" +
 		"left untouched and counted. Progress goes to stderr every 2 s, the summary to\n" +
 		"stdout (--json: one object). --dry-run counts without writing; --rate N\n" +
-		"holds the walk to N entries per second. Ctrl-C stops between batches.\n" +
+		"holds the walk to N entries per second. Ctrl-C stops the run (a batch in\n" +
+		"flight may count as failed; nothing half-written is possible: each swap is\n" +
+		"one script). One run covers one --tenant, --prefix and mode: run it for each\n" +
+		"the applications use. The tool connects to one Redis server: on a cluster,\n" +
+		"run it against each master.\n" +
 		"Exit 0 when every entry that opened under a previous key was re-sealed or had\n" +
 		"changed meanwhile; 5 when some could not be written (or on interrupt).",
 	examples: []string{
@@ -65,8 +69,8 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	if !g.secure {
 		return usageErrorf("rotate: --secure is required (the keyring comes from $%s and $%s)", envMasterKey, envPreviousKeys)
 	}
-	if g.rate < 0 {
-		return usageErrorf("rotate: --rate must not be negative")
+	if !(g.rate >= 0 && g.rate <= 1e9) { // also refuses NaN
+		return usageErrorf("rotate: --rate must be between 0 (no limit) and 1e9 entries per second")
 	}
 	pattern := g.match
 	if pattern == "" {
@@ -77,6 +81,10 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 		return err
 	}
 	defer m.Close()
+	tpl, err := aadTemplate(g, m)
+	if err != nil {
+		return err
+	}
 	var sum rotateSummary
 	var firstErr error
 	start := time.Now()
@@ -86,7 +94,7 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 			var swaps []cachekit.RawSwap
 			for _, r := range batch {
 				sum.Scanned++
-				if s, ok, err := resealEntry(ctx, g, m, r, &sum); err != nil {
+				if s, ok, err := resealEntry(ctx, g, m, tpl, r, &sum); err != nil {
 					return err
 				} else if ok {
 					swaps = append(swaps, s)
@@ -95,19 +103,19 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 			if g.dryRun {
 				sum.WouldReseal += len(swaps)
 			} else if len(swaps) > 0 {
-				done, err := c.RawSwap(ctx, swaps)
+				done, errs := c.RawSwap(ctx, swaps)
 				for i := range swaps {
 					switch {
-					case i < len(done) && done[i]:
+					case done[i]:
 						sum.Resealed++
-					case err != nil && (i >= len(done) || !done[i]):
+					case errs[i] != nil:
 						sum.Failed++
+						if firstErr == nil {
+							firstErr = errs[i]
+						}
 					default:
 						sum.Changed++
 					}
-				}
-				if err != nil && firstErr == nil {
-					firstErr = err
 				}
 			}
 			if now := time.Now(); now.Sub(lastReport) >= 2*time.Second {
@@ -138,15 +146,17 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 // resealEntry opens r with the keyring and, when a previous key opened it,
 // returns the swap that re-seals it under the current key. It counts r in
 // sum otherwise.
-func resealEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, r cachekit.RawEntry, sum *rotateSummary) (cachekit.RawSwap, bool, error) {
+func resealEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, tpl *protocol.AADTemplate, r cachekit.RawEntry, sum *rotateSummary) (cachekit.RawSwap, bool, error) {
 	if r.Stored == nil {
 		sum.OtherType++
 		return cachekit.RawSwap{}, false, nil
 	}
-	fullKey := g.prefix + r.Key
-	aad, err := protocol.AppendAAD(nil, g.tenant, fullKey, protocol.FormatMsgpack, g.compressed())
+	aad, err := tpl.Append(nil, r.Key)
 	if err != nil {
-		return cachekit.RawSwap{}, false, usageErrorf("cannot build the AAD: %v", err)
+		// No AAD exists for this key (not UTF-8, too long): the library
+		// cannot have sealed it.
+		sum.Unreadable++
+		return cachekit.RawSwap{}, false, nil
 	}
 	plain, idx, err := m.DecryptIndex(ctx, nil, r.Stored, aad)
 	switch {

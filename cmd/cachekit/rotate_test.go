@@ -127,13 +127,13 @@ func TestRawSwapKeepsNewerValues(t *testing.T) {
 	if err := s.rdb.PExpire(ctx, "a", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.RawSwap(ctx, []cachekit.RawSwap{
+	done, errs := c.RawSwap(ctx, []cachekit.RawSwap{
 		{Key: "a", Old: []byte("read"), New: []byte("resealed")},
 		{Key: "b", Old: []byte("read"), New: []byte("resealed")},
 		{Key: "gone", Old: []byte("read"), New: []byte("resealed")},
 	})
-	if err != nil || !done[0] || done[1] || done[2] {
-		t.Fatalf("RawSwap = %v, %v; want [true false false]", done, err)
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil || !done[0] || done[1] || done[2] {
+		t.Fatalf("RawSwap = %v, %v; want [true false false], no errors", done, errs)
 	}
 	if string(s.raw(t, "a")) != "resealed" || string(s.raw(t, "b")) != "written by the app meanwhile" {
 		t.Fatal("RawSwap wrote the wrong keys")
@@ -189,5 +189,44 @@ func TestRotateKeepsConcurrentWrites(t *testing.T) {
 		if v, err := cachekit.Get[string](ctx, ring, k); err != nil || v != fmt.Sprintf("app-%d", i) {
 			t.Fatalf("%s = %q, %v; want the application's app-%d", k, v, err, i)
 		}
+	}
+}
+
+// TestPrefixIsLiteralAndBadKeys: a --prefix with glob characters matches
+// only itself (scan and flush never reach another application's keys),
+// and rotate counts a key no AAD can be built for as unreadable and goes
+// on.
+func TestPrefixIsLiteralAndBadKeys(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	s.put(t, "app1:user", []byte("another application's"))
+	s.put(t, "app[1]:user", []byte("ours"))
+	code, out, _ := runIn(s.env, "scan", "*", "--prefix", "app[1]:", "--json")
+	if code != exitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"key":"user"`) {
+		t.Fatalf("scan with a glob-like prefix: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runIn(s.env, "flush", "--match", "*", "--prefix", "app[1]:", "--yes"); code != exitOK || out != "deleted 1 keys\n" {
+		t.Fatalf("flush: exit %d, %q", code, out)
+	}
+	if n, _ := s.rdb.Exists(ctx, "app1:user").Result(); n != 1 {
+		t.Fatal("flush with prefix app[1]: deleted app1:user")
+	}
+
+	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	for i := range 5 {
+		if err := old.Set(ctx, fmt.Sprintf("o:%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.put(t, "bad\xff", []byte("not UTF-8: no AAD exists for this key"))
+	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	var sum rotateSummary
+	code, out, errOut := runIn(envv, "rotate", "--secure", "--json", "--match", "[ob]*")
+	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil || sum.Resealed != 5 || sum.Unreadable != 1 {
+		t.Fatalf("rotate with a non-UTF-8 key: exit %d, %+v, %q", code, sum, errOut)
 	}
 }

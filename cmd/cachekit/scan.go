@@ -9,6 +9,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 var cmdScan = &command{
@@ -16,14 +17,15 @@ var cmdScan = &command{
 	synopsis: "scan PATTERN [--json | --summary]",
 	summary:  "list the entries whose keys match PATTERN: mode, keyring entry, size, TTL",
 	help: "Walks the keyspace with SCAN MATCH (PATTERN is a Redis glob, matched after\n" +
-		"--prefix, which is stripped from the keys printed) and reads each entry's\n" +
-		"bytes and TTL in pipelines of 500, without changing anything. For each entry\n" +
-		"it prints the key, the mode (encrypted, plain, or unknown: neither opens nor\n" +
+		"--prefix, which is matched literally and stripped from the keys printed) and\n" +
+		"reads each entry's bytes and TTL in pipelines of about 500, changing nothing.\n" +
+		"For each entry it prints the key, the mode (encrypted, plain, or unknown: neither opens nor\n" +
 		"parses; a key of another Redis type is unknown), the keyring entry that opens\n" +
 		"it (current, previous#N, or none; with --secure only), its size in bytes and\n" +
 		"its remaining TTL in milliseconds (-1: no expiry). --json prints one object\n" +
 		"per line with the fields key, mode, keyring, bytes, ttl_ms; --summary prints\n" +
-		"only the counts. Values are never printed.",
+		"only the counts. Values are never printed. The tool connects to one Redis\n" +
+		"server: on a cluster, run it against each master.",
 	examples: []string{"cachekit scan 'user:*'", "cachekit scan 'session:*' --secure --json", "cachekit scan '*' --summary --secure"},
 	minArgs:  1, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {
@@ -54,6 +56,10 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	if m != nil {
 		defer m.Close()
 	}
+	tpl, err := aadTemplate(g, m)
+	if err != nil {
+		return err
+	}
 	counts := map[string]int{}
 	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
 		return c.RawScan(ctx, args[0], func(batch []cachekit.RawEntry) error {
@@ -62,7 +68,7 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 				if r.TTL > 0 {
 					en.TTLMs = r.TTL.Milliseconds()
 				}
-				classifyEntry(ctx, g, m, &en, g.prefix+r.Key, r.Stored)
+				classifyEntry(ctx, g, m, tpl, &en, r.Key, r.Stored)
 				counts[en.Mode]++
 				counts["keyring "+en.Keyring]++
 				counts["entries"]++
@@ -92,21 +98,37 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	return nil
 }
 
-// classifyEntry sets en's mode and keyring from its stored bytes (fullKey
-// is its Redis key, which the AAD binds): encrypted when the keyring opens
-// them, or (without a keyring) when they neither parse as the container
-// nor as msgpack and can hold a nonce and a tag; plain when they parse;
-// unknown otherwise (including a key of another Redis type, whose stored
-// is nil).
-func classifyEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, en *scanEntry, fullKey string, stored []byte) {
+// aadTemplate is the AAD the library builds for this tool's flags (the
+// Manager's tenant, --prefix, msgpack, the container's compressed flag),
+// or nil without a keyring.
+func aadTemplate(g *globalFlags, m *encryption.Manager) (*protocol.AADTemplate, error) {
+	if m == nil {
+		return nil, nil
+	}
+	tpl, err := protocol.NewAADTemplate(m.Tenant(), g.prefix, protocol.FormatMsgpack, g.compressed())
+	if err != nil {
+		return nil, usageErrorf("cannot build the AAD for these flags: %v", err)
+	}
+	return &tpl, nil
+}
+
+// classifyEntry sets en's mode and keyring from its stored bytes (key is
+// without --prefix): encrypted when the keyring opens them, or (without a
+// keyring) when they neither parse as the container nor as msgpack and can
+// hold a nonce and a tag; plain when they parse; unknown otherwise
+// (including a key of another Redis type, whose stored is nil, and a key no
+// AAD can be built for).
+func classifyEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, tpl *protocol.AADTemplate, en *scanEntry, key string, stored []byte) {
 	en.Mode, en.Keyring = "unknown", "none"
 	if stored == nil {
 		return
 	}
 	if m != nil {
-		if _, idx, err := decryptWith(ctx, m, stored, g.tenant, fullKey, g.compressed()); err == nil {
-			en.Mode, en.Keyring = "encrypted", keyringLabel(idx)
-			return
+		if aad, err := tpl.Append(nil, key); err == nil {
+			if _, idx, err := m.DecryptIndex(ctx, nil, stored, aad); err == nil {
+				en.Mode, en.Keyring = "encrypted", keyringLabel(idx)
+				return
+			}
 		}
 	}
 	switch {

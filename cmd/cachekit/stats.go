@@ -48,6 +48,10 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 	if m != nil {
 		defer m.Close()
 	}
+	tpl, err := aadTemplate(g, m)
+	if err != nil {
+		return err
+	}
 	modes := map[string]int{}
 	keyrings := map[string]int{}
 	var sizes [16]int // bucket b: sizes in [4^b, 4^(b+1)); bucket 0 also holds 0
@@ -56,7 +60,7 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 		return c.RawScan(ctx, pattern, func(batch []cachekit.RawEntry) error {
 			for _, r := range batch {
 				var en scanEntry
-				classifyEntry(ctx, g, m, &en, g.prefix+r.Key, r.Stored)
+				classifyEntry(ctx, g, m, tpl, &en, r.Key, r.Stored)
 				modes[en.Mode]++
 				keyrings[en.Keyring]++
 				if r.TTL == 0 {
