@@ -35,20 +35,18 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// scanKeys walks the keys under this Client's prefix matching pattern and
-// calls fn with each batch of full keys.
-func (c *Client) scanKeys(ctx context.Context, pattern string, fn func(full []string) error) error {
-	return c.l2.Scan(ctx, globEscape(c.prefix)+pattern, rawBatch, func(keys []string) error {
+// scanKeys walks the keys under this Client's prefix matching pattern,
+// from cursor, and calls fn with each batch of full keys (possibly none)
+// and the cursor to resume from after it.
+func (c *Client) scanKeys(ctx context.Context, pattern string, cursor uint64, fn func(full []string, next uint64) error) error {
+	return c.l2.ScanFrom(ctx, globEscape(c.prefix)+pattern, rawBatch, cursor, func(keys []string, next uint64) error {
 		mine := keys[:0:0]
 		for _, k := range keys {
 			if strings.HasPrefix(k, c.prefix) {
 				mine = append(mine, k)
 			}
 		}
-		if len(mine) == 0 {
-			return nil
-		}
-		return fn(mine)
+		return fn(mine, next)
 	})
 }
 
@@ -62,25 +60,42 @@ func (c *Client) scanKeys(ctx context.Context, pattern string, fn func(full []st
 // inspection tools such as the cachekit command's scan; an error from fn
 // stops the walk and is returned.
 func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
+	return c.RawScanFrom(ctx, pattern, 0, func(batch []RawEntry, _ uint64) error {
+		if len(batch) == 0 {
+			return nil
+		}
+		return fn(batch)
+	})
+}
+
+// RawScanFrom is RawScan starting at a SCAN cursor (0: the beginning), so
+// a long walk can be resumed: fn also receives the cursor to resume from
+// once it has handled the batch (0 after the last one; the batch may then
+// be empty). A cluster client keeps one cursor per master, so with one
+// RawScanFrom refuses a nonzero cursor.
+func (c *Client) RawScanFrom(ctx context.Context, pattern string, cursor uint64, fn func(batch []RawEntry, next uint64) error) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
 	if c.l2 == nil {
 		return nil
 	}
-	return c.scanKeys(ctx, pattern, func(keys []string) error {
-		vals, ttls, other, err := c.l2.ReadRaw(ctx, keys)
-		if err != nil {
-			return err
-		}
-		batch := make([]RawEntry, 0, len(keys))
-		for i, k := range keys {
-			if vals[i] == nil && !other[i] {
-				continue // expired since the walk
+	return c.scanKeys(ctx, pattern, cursor, func(keys []string, next uint64) error {
+		var batch []RawEntry
+		if len(keys) > 0 {
+			vals, ttls, other, err := c.l2.ReadRaw(ctx, keys)
+			if err != nil {
+				return err
 			}
-			batch = append(batch, RawEntry{Key: strings.TrimPrefix(k, c.prefix), Stored: vals[i], TTL: ttls[i]})
+			batch = make([]RawEntry, 0, len(keys))
+			for i, k := range keys {
+				if vals[i] == nil && !other[i] {
+					continue // expired since the walk
+				}
+				batch = append(batch, RawEntry{Key: strings.TrimPrefix(k, c.prefix), Stored: vals[i], TTL: ttls[i]})
+			}
 		}
-		return fn(batch)
+		return fn(batch, next)
 	})
 }
 
@@ -99,7 +114,10 @@ func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, err
 		return 0, nil
 	}
 	var deleted int64
-	err := c.scanKeys(ctx, pattern, func(keys []string) error {
+	err := c.scanKeys(ctx, pattern, 0, func(keys []string, _ uint64) error {
+		if len(keys) == 0 {
+			return nil
+		}
 		n, err := c.l2.Unlink(ctx, keys...)
 		deleted += n
 		for _, k := range keys {

@@ -15,6 +15,26 @@ import (
 // called concurrently, and never again once it has returned an error: that
 // error stops the walk on every master and is returned.
 func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(keys []string) error) error {
+	return s.scan(ctx, pattern, count, 0, func(keys []string, _ uint64) error {
+		if len(keys) == 0 {
+			return nil
+		}
+		return fn(keys)
+	})
+}
+
+// ScanFrom is Scan starting at cursor (0: the beginning), for resuming a
+// walk: fn also receives the cursor to resume from once it has handled
+// the keys (0 after the last batch). A cluster client has one cursor per
+// master, so on one ScanFrom refuses a nonzero cursor.
+func (s *Store) ScanFrom(ctx context.Context, pattern string, count int64, cursor uint64, fn func(keys []string, next uint64) error) error {
+	if cursor != 0 && s.cluster != nil {
+		return fail("scan", errors.New("a cursor resumes a walk of one server, not of a cluster"))
+	}
+	return s.scan(ctx, pattern, count, cursor, fn)
+}
+
+func (s *Store) scan(ctx context.Context, pattern string, count int64, start uint64, fn func(keys []string, next uint64) error) error {
 	if err := s.check("scan"); err != nil {
 		return err
 	}
@@ -22,28 +42,27 @@ func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(k
 	defer cancel()
 	var mu sync.Mutex // ForEachMaster walks the masters concurrently
 	var stopped error
-	call := func(keys []string) error {
+	call := func(keys []string, next uint64) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped != nil {
 			return stopped
 		}
-		if err := fn(keys); err != nil {
+		if err := fn(keys, next); err != nil {
 			stopped = err
 			cancel()
 			return err
 		}
 		return nil
 	}
-	walk := func(ctx context.Context, c redis.Cmdable) error {
-		var cursor uint64
+	walk := func(ctx context.Context, c redis.Cmdable, cursor uint64) error {
 		for {
 			keys, next, err := c.Scan(ctx, cursor, pattern, count).Result()
 			if err != nil {
 				return fail("scan", err)
 			}
-			if len(keys) > 0 {
-				if err := call(keys); err != nil {
+			if len(keys) > 0 || next == 0 {
+				if err := call(keys, next); err != nil {
 					return err
 				}
 			}
@@ -55,9 +74,9 @@ func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(k
 	}
 	var err error
 	if s.cluster != nil {
-		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return walk(ctx, m) })
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return walk(ctx, m, 0) })
 	} else {
-		err = walk(ctx, s.rdb)
+		err = walk(ctx, s.rdb, start)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -116,6 +116,9 @@ func TestScanStopsAndNodeReads(t *testing.T) {
 	if err := cs.Scan(bg, "u:*", 10, func([]string) error { calls++; return stop }); err != stop || calls != 1 {
 		t.Fatalf("Scan = %v after %d calls; want stop after 1", err, calls)
 	}
+	if err := cs.ScanFrom(bg, "u:*", 10, 42, func([]string, uint64) error { return nil }); err == nil {
+		t.Fatal("ScanFrom with a cursor on a cluster client did not refuse")
+	}
 	node := redis.NewClient(&redis.Options{Addr: cl.Addrs()[0]})
 	t.Cleanup(func() { _ = node.Close() })
 	ns := New(node)

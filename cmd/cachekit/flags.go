@@ -35,6 +35,7 @@ type globalFlags struct {
 	sample    int     // stats
 	dryRun    bool    // rotate
 	rate      float64 // rotate
+	cursor    uint64  // rotate
 
 	redisURL      string
 	secure        bool

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
@@ -16,7 +17,7 @@ import (
 
 var cmdRotate = &command{
 	name:     "rotate",
-	synopsis: "rotate --secure [--match PATTERN] [--dry-run] [--rate N] [--json]",
+	synopsis: "rotate --secure [--match PATTERN] [--dry-run] [--rate N] [--cursor C] [--json]",
 	summary:  "re-seal every entry that opens under a previous key with the current key",
 	help: "Walks the keys matching --match (a Redis glob after --prefix, which is matched\n" +
 		"literally; default *), reads them in pipelines of about 500 and opens each with the\n" +
@@ -26,9 +27,11 @@ var cmdRotate = &command{
 		"bytes are still the ones read (a value the application wrote meanwhile is\n" +
 		"kept), keeping the key's remaining TTL. Entries already current, plaintext,\n" +
 		"unreadable (tampered, another key or tenant) and keys of other Redis types are\n" +
-		"left untouched and counted. Progress goes to stderr every 2 s, the summary to\n" +
-		"stdout (--json: one object). --dry-run counts without writing; --rate N\n" +
-		"holds the walk to N entries per second. Ctrl-C stops the run (a batch in\n" +
+		"left untouched and counted. Progress goes to stderr (a live line on a terminal,\n" +
+		"else a line every 2 s), the summary to stdout (--json: one object), with the\n" +
+		"SCAN cursor to resume from when the run stopped early (--cursor C resumes it).\n" +
+		"--dry-run counts without writing; --rate N holds the walk to N entries per\n" +
+		"second. Ctrl-C stops the run (a batch in\n" +
 		"flight may count as failed; nothing half-written is possible: each swap is\n" +
 		"one script). One run covers one --tenant, --prefix and mode: run it for each\n" +
 		"the applications use. The tool connects to one Redis server: on a cluster,\n" +
@@ -45,6 +48,7 @@ var cmdRotate = &command{
 		fs.BoolVar(&g.dryRun, "dry-run", false, "count what would be re-sealed, write nothing")
 		fs.Float64Var(&g.rate, "rate", 0, "entries per second at most (0: as fast as Redis answers)")
 		fs.BoolVar(&g.json, "json", false, "print the summary as one JSON object")
+		fs.Uint64Var(&g.cursor, "cursor", 0, "resume an interrupted run at this SCAN `cursor` (from its summary)")
 	},
 	run:     runRotate,
 	timeout: 24 * time.Hour,
@@ -61,6 +65,7 @@ type rotateSummary struct {
 	OtherType      int     `json:"other_type"`
 	Changed        int     `json:"changed_or_expired_meanwhile"`
 	Failed         int     `json:"failed"`
+	Cursor         uint64  `json:"cursor"` // where to resume (--cursor); 0: the walk finished
 	Seconds        float64 `json:"seconds"`
 	PerSecond      float64 `json:"entries_per_second"`
 }
@@ -89,8 +94,14 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	var firstErr error
 	start := time.Now()
 	lastReport := start
+	tty := isTerminal(e.stderr)
+	every := 2 * time.Second
+	if tty {
+		every = 250 * time.Millisecond
+	}
+	sum.Cursor = g.cursor
 	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
-		return c.RawScan(ctx, pattern, func(batch []cachekit.RawEntry) error {
+		return c.RawScanFrom(ctx, pattern, g.cursor, func(batch []cachekit.RawEntry, next uint64) error {
 			var swaps []cachekit.RawSwap
 			for _, r := range batch {
 				sum.Scanned++
@@ -118,15 +129,23 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 					}
 				}
 			}
-			if now := time.Now(); now.Sub(lastReport) >= 2*time.Second {
+			sum.Cursor = next // this batch is done: a rerun may start after it
+			if now := time.Now(); now.Sub(lastReport) >= every {
 				lastReport = now
-				fmt.Fprintf(e.stderr, "rotate: scanned %d, re-sealed %d, current %d, unreadable %d, changed %d, %.0f/s\n",
+				end := "\n"
+				if tty {
+					end = "\r" // one live line, rewritten in place
+				}
+				fmt.Fprintf(e.stderr, "rotate: scanned %d, re-sealed %d, current %d, unreadable %d, changed %d, %.0f/s, cursor %d   %s",
 					sum.Scanned, sum.Resealed+sum.WouldReseal, sum.AlreadyCurrent, sum.Unreadable, sum.Changed,
-					float64(sum.Scanned)/now.Sub(start).Seconds())
+					float64(sum.Scanned)/now.Sub(start).Seconds(), next, end)
 			}
 			return pace(ctx, start, sum.Scanned, g.rate)
 		})
 	})
+	if tty && lastReport != start {
+		fmt.Fprintln(e.stderr) // end the live line
+	}
 	sum.Seconds = time.Since(start).Seconds()
 	if sum.Seconds > 0 {
 		sum.PerSecond = float64(sum.Scanned) / sum.Seconds
@@ -134,11 +153,11 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	printRotateSummary(e.stdout, g, sum)
 	switch {
 	case errors.Is(err, context.Canceled):
-		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: interrupted after %d entries; run it again to finish", sum.Scanned)}
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: interrupted after %d entries; resume with --cursor %d", sum.Scanned, sum.Cursor)}
 	case err != nil:
 		return err
 	case sum.Failed > 0:
-		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: %d entries could not be re-sealed: %s", sum.Failed, classifyMsg(firstErr))}
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: %d entries could not be re-sealed (run it again: entries already current are skipped): %s", sum.Failed, classifyMsg(firstErr))}
 	}
 	return nil
 }
@@ -211,6 +230,9 @@ func printRotateSummary(w io.Writer, g *globalFlags, s rotateSummary) {
 	}
 	fmt.Fprintf(w, "scanned %d: %s, already current %d, changed or expired meanwhile %d, unreadable %d, plaintext %d, other types %d, failed %d (%.1f s, %.0f entries/s)\n",
 		s.Scanned, verb, s.AlreadyCurrent, s.Changed, s.Unreadable, s.Plaintext, s.OtherType, s.Failed, s.Seconds, s.PerSecond)
+	if s.Cursor != 0 {
+		fmt.Fprintf(w, "stopped before the end: resume with --cursor %d\n", s.Cursor)
+	}
 }
 
 // classifyMsg is the one-line message classify gives err.
@@ -220,4 +242,14 @@ func classifyMsg(err error) string {
 	}
 	_, msg := classify(err)
 	return msg
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

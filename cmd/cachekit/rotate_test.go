@@ -230,3 +230,81 @@ func TestPrefixIsLiteralAndBadKeys(t *testing.T) {
 		t.Fatalf("rotate with a non-UTF-8 key: exit %d, %+v, %q", code, sum, errOut)
 	}
 }
+
+// TestRotateResumesAtCursor: a run started at the cursor a stopped run
+// reported re-seals what that run had not reached, and a finished run
+// reports cursor 0.
+func TestRotateResumesAtCursor(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	for i := range 3000 {
+		if err := old.Set(ctx, fmt.Sprintf("r:%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Where a run stopped after its first batch would resume, and how
+	// many entries that batch held.
+	var cursor uint64
+	first := 0
+	stop := fmt.Errorf("stop")
+	_ = old.RawScanFrom(ctx, "*", 0, func(batch []cachekit.RawEntry, next uint64) error {
+		first, cursor = len(batch), next
+		return stop
+	})
+	if cursor == 0 || first == 0 {
+		t.Fatalf("the first batch (%d entries) ended the walk", first)
+	}
+	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	var sum rotateSummary
+	code, out, errOut := runIn(envv, "rotate", "--secure", "--json", "--cursor", fmt.Sprint(cursor))
+	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil || sum.Cursor != 0 {
+		t.Fatalf("resumed run: exit %d, %q %q", code, out, errOut)
+	}
+	if sum.Resealed < 3000-first || sum.Resealed == 3000 {
+		t.Fatalf("a run resumed after a first batch of %d re-sealed %d of 3000", first, sum.Resealed)
+	}
+	sum = rotateSummary{}
+	code, out, _ = runIn(envv, "rotate", "--secure", "--json")
+	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil || sum.Resealed+sum.AlreadyCurrent != 3000 {
+		t.Fatalf("run from the start: exit %d, %+v", code, sum)
+	}
+}
+
+// TestRotateExit5: when Redis refuses the writes (here: out of memory),
+// rotate exits 5, says how many entries it could not re-seal, and changes
+// nothing.
+func TestRotateExit5(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	for i := range 10 {
+		if err := old.Set(ctx, fmt.Sprintf("f:%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.raw(t, "f:0")
+	if err := s.rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.rdb.ConfigSet(context.Background(), "maxmemory", "0").Err() })
+	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	code, _, errOut := runIn(envv, "rotate", "--secure")
+	if code != exitPartial || !strings.HasPrefix(errOut, "cachekit: rotate: 10 entries could not be re-sealed") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("rotate with Redis out of memory: exit %d, stderr %q", code, errOut)
+	}
+	if err := s.rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.raw(t, "f:0"); string(got) != string(before) {
+		t.Fatal("a refused rotate changed an entry")
+	}
+}
