@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
-	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 var cmdRotate = &command{
@@ -81,15 +79,11 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	if pattern == "" {
 		pattern = "*"
 	}
-	m, err := openManager(g, e.getenv)
+	kr, err := openKeyring(g, e.getenv)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	tpl, err := aadTemplate(g, m)
-	if err != nil {
-		return err
-	}
+	defer kr.Close()
 	var sum rotateSummary
 	var firstErr error
 	start := time.Now()
@@ -105,7 +99,7 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 			var swaps []cachekit.RawSwap
 			for _, r := range batch {
 				sum.Scanned++
-				if s, ok, err := resealEntry(ctx, g, m, tpl, r, &sum); err != nil {
+				if s, ok, err := resealEntry(ctx, g, kr, r, &sum); err != nil {
 					return err
 				} else if ok {
 					swaps = append(swaps, s)
@@ -165,24 +159,17 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 // resealEntry opens r with the keyring and, when a previous key opened it,
 // returns the swap that re-seals it under the current key. It counts r in
 // sum otherwise.
-func resealEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, tpl *protocol.AADTemplate, r cachekit.RawEntry, sum *rotateSummary) (cachekit.RawSwap, bool, error) {
+func resealEntry(ctx context.Context, g *globalFlags, kr *keyring, r cachekit.RawEntry, sum *rotateSummary) (cachekit.RawSwap, bool, error) {
 	if r.Stored == nil {
 		sum.OtherType++
 		return cachekit.RawSwap{}, false, nil
 	}
-	aad, err := tpl.Append(nil, r.Key)
-	if err != nil {
-		// No AAD exists for this key (not UTF-8, too long): the library
-		// cannot have sealed it.
-		sum.Unreadable++
-		return cachekit.RawSwap{}, false, nil
-	}
-	plain, idx, err := m.DecryptIndex(ctx, nil, r.Stored, aad)
+	plain, aad, idx, err := kr.open(ctx, r.Key, r.Stored)
 	switch {
 	case err != nil && looksPlain(g, r.Stored):
 		sum.Plaintext++
 		return cachekit.RawSwap{}, false, nil
-	case err != nil:
+	case err != nil: // tampered, another key or tenant, or a key no AAD exists for
 		sum.Unreadable++
 		return cachekit.RawSwap{}, false, nil
 	case idx == 0:
@@ -190,7 +177,7 @@ func resealEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, tpl
 		clear(plain)
 		return cachekit.RawSwap{}, false, nil
 	}
-	sealed, err := m.Encrypt(ctx, nil, plain, aad)
+	sealed, err := kr.m.Encrypt(ctx, nil, plain, aad)
 	clear(plain)
 	if err != nil {
 		return cachekit.RawSwap{}, false, err

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
-	"github.com/cachekit-io/cachekit-go/encryption"
 )
 
 // TestRotate: entries under the old key are re-sealed under the current
@@ -20,22 +18,7 @@ import (
 func TestRotate(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	newClient := func(keys ...string) *cachekit.Client {
-		var cfg *encryption.Config
-		if len(keys) > 0 {
-			cfg = &encryption.Config{MasterKey: mustHex(t, keys[0])}
-			for _, k := range keys[1:] {
-				cfg.PreviousKeys = append(cfg.PreviousKeys, mustHex(t, k))
-			}
-		}
-		c, err := cachekit.New(cachekit.Options{Redis: s.rdb, KeyPrefix: "app:", Encryption: cfg, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	old, cur, plain := newClient(oldKeyHex), newClient(testKeyHex), newClient()
+	old, cur, plain := s.appClient(t, "app:", oldKeyHex), s.appClient(t, "app:", testKeyHex), s.appClient(t, "app:")
 	const nOld = 6000
 	value := strings.Repeat("x", 1000)
 	for i := range nOld {
@@ -77,7 +60,7 @@ func TestRotate(t *testing.T) {
 	if sum.Resealed != nOld || sum.AlreadyCurrent != 20 || sum.Unreadable != 1 || sum.Plaintext != 1 || sum.OtherType != 1 || sum.Failed != 0 {
 		t.Fatalf("summary %+v", sum)
 	}
-	onlyCurrent := newClient(testKeyHex)
+	onlyCurrent := s.appClient(t, "app:", testKeyHex)
 	for i := range nOld {
 		k := fmt.Sprintf("o:%d", i)
 		v, err := cachekit.Get[string](ctx, onlyCurrent, k)
@@ -117,11 +100,7 @@ func TestRotate(t *testing.T) {
 func TestRawSwapKeepsNewerValues(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	c, err := cachekit.New(cachekit.Options{Redis: s.rdb, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := s.appClient(t, "")
 	s.put(t, "a", []byte("read"))
 	s.put(t, "b", []byte("written by the app meanwhile"))
 	if err := s.rdb.PExpire(ctx, "a", time.Hour).Err(); err != nil {
@@ -152,19 +131,7 @@ func TestRawSwapKeepsNewerValues(t *testing.T) {
 func TestRotateKeepsConcurrentWrites(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	mk := func(current string, previous ...string) *cachekit.Client {
-		cfg := &encryption.Config{MasterKey: mustHex(t, current)}
-		for _, p := range previous {
-			cfg.PreviousKeys = append(cfg.PreviousKeys, mustHex(t, p))
-		}
-		c, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: cfg, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	app, ring := mk(oldKeyHex), mk(testKeyHex, oldKeyHex)
+	app, ring := s.appClient(t, "", oldKeyHex), s.appClient(t, "", testKeyHex, oldKeyHex)
 	for i := range 3000 {
 		if err := app.SetWithTTL(ctx, fmt.Sprintf("k:%d", i), "original", time.Hour); err != nil {
 			t.Fatal(err)
@@ -212,11 +179,7 @@ func TestPrefixIsLiteralAndBadKeys(t *testing.T) {
 		t.Fatal("flush with prefix app[1]: deleted app1:user")
 	}
 
-	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	old := s.appClient(t, "", oldKeyHex)
 	for i := range 5 {
 		if err := old.Set(ctx, fmt.Sprintf("o:%d", i), "v"); err != nil {
 			t.Fatal(err)
@@ -237,11 +200,7 @@ func TestPrefixIsLiteralAndBadKeys(t *testing.T) {
 func TestRotateResumesAtCursor(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	old := s.appClient(t, "", oldKeyHex)
 	for i := range 3000 {
 		if err := old.Set(ctx, fmt.Sprintf("r:%d", i), "v"); err != nil {
 			t.Fatal(err)
@@ -281,11 +240,7 @@ func TestRotateResumesAtCursor(t *testing.T) {
 func TestRotateExit5(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	old := s.appClient(t, "", oldKeyHex)
 	for i := range 10 {
 		if err := old.Set(ctx, fmt.Sprintf("f:%d", i), "v"); err != nil {
 			t.Fatal(err)

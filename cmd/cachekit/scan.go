@@ -49,17 +49,11 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	if g.json && g.summary {
 		return usageErrorf("scan: --json and --summary exclude each other")
 	}
-	m, err := openManager(g, e.getenv)
+	kr, err := openKeyring(g, e.getenv)
 	if err != nil {
 		return err
 	}
-	if m != nil {
-		defer m.Close()
-	}
-	tpl, err := aadTemplate(g, m)
-	if err != nil {
-		return err
-	}
+	defer kr.Close()
 	counts := map[string]int{}
 	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
 		return c.RawScan(ctx, args[0], func(batch []cachekit.RawEntry) error {
@@ -68,7 +62,7 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 				if r.TTL > 0 {
 					en.TTLMs = r.TTL.Milliseconds()
 				}
-				classifyEntry(ctx, g, m, tpl, &en, r.Key, r.Stored)
+				classifyEntry(ctx, g, kr, &en, r.Key, r.Stored)
 				counts[en.Mode]++
 				counts["keyring "+en.Keyring]++
 				counts["entries"]++
@@ -90,7 +84,7 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	if g.summary {
 		fmt.Fprintf(e.stdout, "entries %d: encrypted %d, plain %d, unknown %d\n",
 			counts["entries"], counts["encrypted"], counts["plain"], counts["unknown"])
-		if m != nil {
+		if kr != nil {
 			fmt.Fprintf(e.stdout, "keyring: current %d, previous %d, none %d\n", counts["keyring current"],
 				counts["entries"]-counts["keyring current"]-counts["keyring none"], counts["keyring none"])
 		}
@@ -98,18 +92,48 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	return nil
 }
 
-// aadTemplate is the AAD the library builds for this tool's flags (the
-// Manager's tenant, --prefix, msgpack, the container's compressed flag),
-// or nil without a keyring.
-func aadTemplate(g *globalFlags, m *encryption.Manager) (*protocol.AADTemplate, error) {
-	if m == nil {
-		return nil, nil
+// keyring opens stored entries the way the library does, for scan, stats
+// and rotate: the Manager of --secure's keys and the AAD template the
+// library builds for these flags (the Manager's tenant, --prefix, msgpack,
+// the container's compressed flag). A nil *keyring (no --secure) opens
+// nothing.
+type keyring struct {
+	m   *encryption.Manager
+	tpl protocol.AADTemplate
+}
+
+// openKeyring returns the keyring for --secure, or nil without it; Close
+// it when done.
+func openKeyring(g *globalFlags, getenv func(string) string) (*keyring, error) {
+	m, err := openManager(g, getenv)
+	if err != nil || m == nil {
+		return nil, err
 	}
 	tpl, err := protocol.NewAADTemplate(m.Tenant(), g.prefix, protocol.FormatMsgpack, g.compressed())
 	if err != nil {
+		m.Close()
 		return nil, usageErrorf("cannot build the AAD for these flags: %v", err)
 	}
-	return &tpl, nil
+	return &keyring{m: m, tpl: tpl}, nil
+}
+
+// Close wipes the keys.
+func (k *keyring) Close() {
+	if k != nil {
+		k.m.Close()
+	}
+}
+
+// open decrypts stored, the entry of key (without --prefix), and returns
+// the plaintext (the caller clears it), the AAD and the index of the
+// keyring entry that opened it. It fails when no AAD exists for key (not
+// UTF-8, too long: the library cannot have sealed it) or no entry opens it.
+func (k *keyring) open(ctx context.Context, key string, stored []byte) (plain, aad []byte, idx int, err error) {
+	if aad, err = k.tpl.Append(nil, key); err != nil {
+		return nil, nil, 0, err
+	}
+	plain, idx, err = k.m.DecryptIndex(ctx, nil, stored, aad)
+	return plain, aad, idx, err
 }
 
 // classifyEntry sets en's mode and keyring from its stored bytes (key is
@@ -118,23 +142,22 @@ func aadTemplate(g *globalFlags, m *encryption.Manager) (*protocol.AADTemplate, 
 // hold a nonce and a tag; plain when they parse; unknown otherwise
 // (including a key of another Redis type, whose stored is nil, and a key no
 // AAD can be built for).
-func classifyEntry(ctx context.Context, g *globalFlags, m *encryption.Manager, tpl *protocol.AADTemplate, en *scanEntry, key string, stored []byte) {
+func classifyEntry(ctx context.Context, g *globalFlags, kr *keyring, en *scanEntry, key string, stored []byte) {
 	en.Mode, en.Keyring = "unknown", "none"
 	if stored == nil {
 		return
 	}
-	if m != nil {
-		if aad, err := tpl.Append(nil, key); err == nil {
-			if _, idx, err := m.DecryptIndex(ctx, nil, stored, aad); err == nil {
-				en.Mode, en.Keyring = "encrypted", keyringLabel(idx)
-				return
-			}
+	if kr != nil {
+		if plain, _, idx, err := kr.open(ctx, key, stored); err == nil {
+			clear(plain)
+			en.Mode, en.Keyring = "encrypted", keyringLabel(idx)
+			return
 		}
 	}
 	switch {
 	case looksPlain(g, stored):
 		en.Mode = "plain"
-	case m == nil && len(stored) >= encryption.Overhead:
+	case kr == nil && len(stored) >= encryption.Overhead:
 		en.Mode = "encrypted" // by elimination: not opened without --secure
 	}
 }

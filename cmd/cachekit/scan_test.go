@@ -34,24 +34,7 @@ func runIn(envv []string, args ...string) (int, string, string) {
 func TestScan(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	hexKey := func(h string) []byte {
-		b, err := encryption.ParseMasterKeyHex(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	client := func(cfg *encryption.Config) *cachekit.Client {
-		c, err := cachekit.New(cachekit.Options{Redis: s.rdb, KeyPrefix: "app:", Encryption: cfg, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	old := client(&encryption.Config{MasterKey: hexKey(oldKeyHex)})
-	cur := client(&encryption.Config{MasterKey: hexKey(testKeyHex)})
-	plain := client(nil)
+	old, cur, plain := s.appClient(t, "app:", oldKeyHex), s.appClient(t, "app:", testKeyHex), s.appClient(t, "app:")
 	for _, err := range []error{
 		old.SetWithTTL(ctx, "user:1", "secret-one", time.Hour),
 		cur.SetWithTTL(ctx, "user:2", "secret-two", time.Hour),
@@ -201,16 +184,7 @@ func TestFlushReachesL1(t *testing.T) {
 func TestStats(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	cur, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, testKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cur.Close()
-	old, err := cachekit.New(cachekit.Options{Redis: s.rdb, Encryption: &encryption.Config{MasterKey: mustHex(t, oldKeyHex)}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	cur, old := s.appClient(t, "", testKeyHex), s.appClient(t, "", oldKeyHex)
 	for i := range 5 {
 		if err := cur.Set(ctx, fmt.Sprintf("c:%d", i), "v"); err != nil {
 			t.Fatal(err)
@@ -245,6 +219,26 @@ func TestStats(t *testing.T) {
 	if code, _, _ := runIn(envv, "stats", "--sample", "0"); code != exitUsage {
 		t.Fatalf("stats --sample 0: exit %d, want %d", code, exitUsage)
 	}
+}
+
+// appClient is an application's Client on the stack's Redis with key
+// prefix prefix: keys[0] (hex) is its master key, the others its previous
+// keys; with no keys it does not encrypt.
+func (s *stack) appClient(t *testing.T, prefix string, keys ...string) *cachekit.Client {
+	t.Helper()
+	var cfg *encryption.Config
+	if len(keys) > 0 {
+		cfg = &encryption.Config{MasterKey: mustHex(t, keys[0])}
+		for _, k := range keys[1:] {
+			cfg.PreviousKeys = append(cfg.PreviousKeys, mustHex(t, k))
+		}
+	}
+	c, err := cachekit.New(cachekit.Options{Redis: s.rdb, KeyPrefix: prefix, Encryption: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 func mustHex(t *testing.T, h string) []byte {

@@ -41,17 +41,11 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 	if g.sample < 1 {
 		return usageErrorf("stats: --sample must be at least 1")
 	}
-	m, err := openManager(g, e.getenv)
+	kr, err := openKeyring(g, e.getenv)
 	if err != nil {
 		return err
 	}
-	if m != nil {
-		defer m.Close()
-	}
-	tpl, err := aadTemplate(g, m)
-	if err != nil {
-		return err
-	}
+	defer kr.Close()
 	modes := map[string]int{}
 	keyrings := map[string]int{}
 	var sizes [16]int // bucket b: sizes in [4^b, 4^(b+1)); bucket 0 also holds 0
@@ -60,7 +54,7 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 		return c.RawScan(ctx, pattern, func(batch []cachekit.RawEntry) error {
 			for _, r := range batch {
 				var en scanEntry
-				classifyEntry(ctx, g, m, tpl, &en, r.Key, r.Stored)
+				classifyEntry(ctx, g, kr, &en, r.Key, r.Stored)
 				modes[en.Mode]++
 				keyrings[en.Keyring]++
 				if r.TTL == 0 {
@@ -83,7 +77,7 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 	}
 	fmt.Fprintf(e.stdout, "entries sampled   %d (of at most %d, pattern %q)\n", n, g.sample, pattern)
 	fmt.Fprintf(e.stdout, "by mode           encrypted %d, plain %d, unknown %d\n", modes["encrypted"], modes["plain"], modes["unknown"])
-	if m != nil {
+	if kr != nil {
 		fmt.Fprintf(e.stdout, "by keyring entry  current %d", keyrings["current"])
 		for i := 1; i <= 3; i++ {
 			if k := keyringLabel(i); keyrings[k] > 0 {
