@@ -3,7 +3,6 @@ package encryption
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"testing"
 
@@ -73,78 +72,49 @@ func TestVectorsInteropAAD(t *testing.T) {
 	}
 }
 
-type wycheproofFile struct {
-	TestGroups []struct {
-		KeySize int `json:"keySize"`
-		IVSize  int `json:"ivSize"`
-		TagSize int `json:"tagSize"`
-		Tests   []struct {
-			TcID    int    `json:"tcId"`
-			Comment string `json:"comment"`
-			Key     string `json:"key"`
-			IV      string `json:"iv"`
-			AAD     string `json:"aad"`
-			Msg     string `json:"msg"`
-			CT      string `json:"ct"`
-			Tag     string `json:"tag"`
-			Result  string `json:"result"`
-		} `json:"tests"`
-	} `json:"testGroups"`
-}
-
 // TestWycheproofAESGCM runs every 256-bit key, 96-bit IV, 128-bit tag case
 // of Wycheproof's AES-GCM file through the open path (and, for valid cases,
 // the seal path with the case's IV as the nonce).
 func TestWycheproofAESGCM(t *testing.T) {
-	raw := vectors.Wycheproof(t, "aes_gcm_test.json")
-	var f wycheproofFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, g := range f.TestGroups {
-		if g.KeySize != 256 || g.IVSize != 96 || g.TagSize != 128 {
-			continue
-		}
-		for _, tc := range g.Tests {
-			n++
-			t.Run(hex.EncodeToString([]byte{byte(tc.TcID >> 8), byte(tc.TcID)}), func(t *testing.T) {
-				var key [KeySize]byte
-				copy(key[:], vectors.Hex(t, tc.Key))
-				a, err := newAEAD(&key)
-				if err != nil {
-					t.Fatal(err)
+	for _, tc := range vectors.WycheproofAESGCM256(t) {
+		n++
+		t.Run(hex.EncodeToString([]byte{byte(tc.TcID >> 8), byte(tc.TcID)}), func(t *testing.T) {
+			var key [KeySize]byte
+			copy(key[:], tc.Key)
+			a, err := newAEAD(&key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			iv, aad, msg := tc.IV, tc.AAD, tc.Msg
+			sealed := append(append(bytes.Clone(iv), tc.CT...), tc.Tag...)
+			got, idx, err := openWith([]*aesGCM{a}, nil, sealed, aad)
+			switch tc.Result {
+			case "valid":
+				if err != nil || idx != 0 || !bytes.Equal(got, msg) {
+					t.Fatalf("tc %d (%s): valid case: err=%v", tc.TcID, tc.Comment, err)
 				}
-				iv, aad, msg := vectors.Hex(t, tc.IV), vectors.Hex(t, tc.AAD), vectors.Hex(t, tc.Msg)
-				sealed := append(append(bytes.Clone(iv), vectors.Hex(t, tc.CT)...), vectors.Hex(t, tc.Tag)...)
-				got, idx, err := openWith([]*aesGCM{a}, nil, sealed, aad)
-				switch tc.Result {
-				case "valid":
-					if err != nil || idx != 0 || !bytes.Equal(got, msg) {
-						t.Fatalf("tc %d (%s): valid case: err=%v", tc.TcID, tc.Comment, err)
+				ns := newNonceSource()
+				ns.setForTest(beUint64(iv[:8]), uint64(beUint32(iv[8:])))
+				resealed, err := seal(a, ns, nil, msg, aad)
+				if beUint32(iv[8:]) == counterLimit {
+					// A counter our nonces never reach: the reservation must refuse it.
+					if !errors.Is(err, ErrNonceExhausted) {
+						t.Fatalf("tc %d: counter 0xffffffff was reserved: %v", tc.TcID, err)
 					}
-					ns := newNonceSource()
-					ns.setForTest(beUint64(iv[:8]), uint64(beUint32(iv[8:])))
-					resealed, err := seal(a, ns, nil, msg, aad)
-					if beUint32(iv[8:]) == counterLimit {
-						// A counter our nonces never reach: the reservation must refuse it.
-						if !errors.Is(err, ErrNonceExhausted) {
-							t.Fatalf("tc %d: counter 0xffffffff was reserved: %v", tc.TcID, err)
-						}
-						return
-					}
-					if err != nil || !bytes.Equal(resealed, sealed) {
-						t.Fatalf("tc %d: seal differs: %v", tc.TcID, err)
-					}
-				case "invalid":
-					if !errors.Is(err, ErrAuthFailed) || got != nil {
-						t.Fatalf("tc %d (%s): invalid case: err=%v", tc.TcID, tc.Comment, err)
-					}
-				default:
-					t.Fatalf("tc %d: unexpected result %q", tc.TcID, tc.Result)
+					return
 				}
-			})
-		}
+				if err != nil || !bytes.Equal(resealed, sealed) {
+					t.Fatalf("tc %d: seal differs: %v", tc.TcID, err)
+				}
+			case "invalid":
+				if !errors.Is(err, ErrAuthFailed) || got != nil {
+					t.Fatalf("tc %d (%s): invalid case: err=%v", tc.TcID, tc.Comment, err)
+				}
+			default:
+				t.Fatalf("tc %d: unexpected result %q", tc.TcID, tc.Result)
+			}
+		})
 	}
 	if n == 0 {
 		t.Fatal("no Wycheproof AES-256-GCM cases with 96-bit IVs and 128-bit tags")

@@ -254,29 +254,17 @@ func (c *Cache) Close() {
 
 // write is Set (conditional false) and SetIfVersion (conditional true).
 func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, conditional bool) bool {
-	h := c.keyHash(key)
-	sh := c.shardOf(h)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	if c.closed {
-		return false
-	}
-	st := c.stripeOf(h)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if conditional && Version(st.ver.Load()) != v {
-		c.ctr.stale.Add(1)
-		return false
-	}
-	st.ver.Add(1)
-	if c.testHookLocked != nil {
-		c.testHookLocked()
-	}
-	if c.put(key, val, ttl) {
-		c.ctr.sets.Add(1)
-		return true
-	}
-	return false
+	return c.locked(key, func(st *stripe) bool {
+		if conditional && Version(st.ver.Load()) != v {
+			c.ctr.stale.Add(1)
+			return false
+		}
+		st.ver.Add(1)
+		if c.testHookLocked != nil {
+			c.testHookLocked()
+		}
+		return c.put(key, val, ttl)
+	})
 }
 
 // put stores one entry. The caller holds the key's stripe lock, so no other

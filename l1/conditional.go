@@ -29,12 +29,7 @@ func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
 			c.ctr.stale.Add(1)
 			return false
 		}
-		val, ok := c.current(key)
-		if !ok {
-			return false
-		}
-		st.ver.Add(1)
-		return c.put(key, val, ttl)
+		return c.restore(st, key, ttl)
 	})
 }
 
@@ -42,18 +37,23 @@ func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
 // holds now with the new ttl. It returns false when the cache holds no
 // unexpired entry for key.
 func (c *Cache) ExtendLatest(key string, ttl time.Duration) bool {
-	return c.locked(key, func(st *stripe) bool {
-		val, ok := c.current(key)
-		if !ok {
-			return false
-		}
-		st.ver.Add(1)
-		return c.put(key, val, ttl)
-	})
+	return c.locked(key, func(st *stripe) bool { return c.restore(st, key, ttl) })
 }
 
-// locked runs fn holding key's shard read lock and stripe lock, as write
-// does, and counts a stored entry; false when the cache is closed.
+// restore re-stores key's current value for ttl, advancing its token; the
+// caller holds key's stripe lock. False when there is no unexpired entry.
+func (c *Cache) restore(st *stripe, key string, ttl time.Duration) bool {
+	val, ok := c.current(key)
+	if !ok {
+		return false
+	}
+	st.ver.Add(1)
+	return c.put(key, val, ttl)
+}
+
+// locked runs fn holding key's shard read lock and stripe lock (every
+// write of key runs under them: Set, SetIfVersion, SetIfPresence, Extend),
+// and counts a stored entry; false when the cache is closed.
 func (c *Cache) locked(key string, fn func(st *stripe) bool) bool {
 	h := c.keyHash(key)
 	sh := c.shardOf(h)

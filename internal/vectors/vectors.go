@@ -70,14 +70,48 @@ func Hex(tb testing.TB, s string) []byte {
 	return b
 }
 
-// Wycheproof returns the raw bytes of a vendored Wycheproof vector file,
-// such as "aes_gcm_test.json" (testdata/wycheproof: source and version in
-// its README).
-func Wycheproof(tb testing.TB, name string) []byte {
+// AESGCMCase is one Wycheproof AES-GCM test case, hex decoded.
+type AESGCMCase struct {
+	TcID                       int
+	Comment                    string
+	Key, IV, AAD, Msg, CT, Tag []byte
+	Result                     string // "valid", "invalid" or "acceptable"
+}
+
+// WycheproofAESGCM256 returns the AES-256-GCM cases with a 96-bit IV and a
+// 128-bit tag of the vendored Wycheproof file testdata/wycheproof/
+// aes_gcm_test.json (source and version in its README).
+func WycheproofAESGCM256(tb testing.TB) []AESGCMCase {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(Dir(), "..", "wycheproof", name))
+	raw, err := os.ReadFile(filepath.Join(Dir(), "..", "wycheproof", "aes_gcm_test.json"))
 	if err != nil {
 		tb.Fatalf("vectors: %v", err)
 	}
-	return b
+	var f struct {
+		TestGroups []struct {
+			KeySize, IVSize, TagSize int
+			Tests                    []struct {
+				TcID                               int
+				Comment                            string
+				Key, IV, AAD, Msg, CT, Tag, Result string
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		tb.Fatalf("vectors: decode aes_gcm_test.json: %v", err)
+	}
+	var out []AESGCMCase
+	for _, g := range f.TestGroups {
+		if g.KeySize != 256 || g.IVSize != 96 || g.TagSize != 128 {
+			continue
+		}
+		for _, tc := range g.Tests {
+			out = append(out, AESGCMCase{
+				TcID: tc.TcID, Comment: tc.Comment, Result: tc.Result,
+				Key: Hex(tb, tc.Key), IV: Hex(tb, tc.IV), AAD: Hex(tb, tc.AAD),
+				Msg: Hex(tb, tc.Msg), CT: Hex(tb, tc.CT), Tag: Hex(tb, tc.Tag),
+			})
+		}
+	}
+	return out
 }
