@@ -213,6 +213,16 @@ func TestDeleteLocalLeavesRedis(t *testing.T) {
 	}
 	before := c.Stats()
 	c.DeleteLocal("x")
+	for _, k := range []string{"x", "y"} {
+		if _, err := Get[string](bg, c, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := c.Stats(); after.L2Hits-before.L2Hits != 1 || after.L1Hits-before.L1Hits != 1 {
+		t.Fatalf("after DeleteLocal(x): %d Redis hits and %d L1 hits, want x from Redis and y from L1",
+			after.L2Hits-before.L2Hits, after.L1Hits-before.L1Hits)
+	}
+	before = c.Stats()
 	c.FlushLocal()
 	for _, k := range []string{"x", "y"} {
 		if _, err := Get[string](bg, c, k); err != nil {
@@ -220,7 +230,7 @@ func TestDeleteLocalLeavesRedis(t *testing.T) {
 		}
 	}
 	if after := c.Stats(); after.L2Hits-before.L2Hits != 2 {
-		t.Fatalf("reads after DeleteLocal/FlushLocal: %d Redis hits, want 2", after.L2Hits-before.L2Hits)
+		t.Fatalf("reads after FlushLocal: %d Redis hits, want 2", after.L2Hits-before.L2Hits)
 	}
 }
 

@@ -54,24 +54,23 @@ func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, 
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
-	var held bool
-	defer func() { c.leaveLarge(held) }() // after putScratch: clearing is large work too
+	// A large []byte or string takes its slot before its copy into the
+	// payload; any other value once its encoded size is known.
 	held, err := c.enterLarge(ctx, encodedLenHint(value))
 	if err != nil {
 		return nil, err
 	}
+	defer c.leaveLarge(held)
 	s := getScratch()
 	defer putScratch(s)
 	payload, err := c.encode(s, value)
 	if err != nil {
 		return nil, err
 	}
-	if !held {
-		if held, err = c.enterLarge(ctx, len(payload)); err != nil {
-			return nil, err
-		}
+	if held {
+		return c.seal(ctx, s, key, payload)
 	}
-	return c.seal(ctx, s, key, payload)
+	return c.sealBounded(ctx, s, key, payload)
 }
 
 // store writes sealed bytes to L2 then L1. The L1 write is conditional
@@ -134,24 +133,39 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 // Get decodes the value stored under key into dst, a non-nil pointer. It
 // returns ErrNotFound when neither tier has the key.
 func (c *Client) Get(ctx context.Context, key string, dst any) error {
+	_, err := c.get(ctx, key, dst, false)
+	return err
+}
+
+// get is Get and, with wantTTL, GetWithTTL: it also returns how long the
+// entry has left (L1's remaining time on an L1 hit, Redis's PTTL otherwise).
+func (c *Client) get(ctx context.Context, key string, dst any, wantTTL bool) (time.Duration, error) {
 	if c.closed.Load() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
-		return fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
+		return 0, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
 	}
 	s := getScratch()
 	defer putScratch(s)
-	// The remaining TTL is needed only to bound an L1 backfill: without L1
-	// a plain GET saves Redis a PTTL per read.
-	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
+	// The remaining TTL bounds an L1 backfill: without L1 (and unless the
+	// caller wants it) a plain GET saves Redis a PTTL per read.
+	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	if wantTTL && tier == TierL1 {
+		// What L1 holds key for now (a write after the read above may
+		// have replaced the entry: then it is the newer entry's).
+		var ok bool
+		if left, ok = c.l1.Remaining(key); !ok {
+			return 0, ErrNotFound // expired or dropped since the read: a miss
+		}
 	}
 	if err := c.decode(payload, dst); err != nil {
-		return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+		return 0, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 	}
-	return nil
+	return left, nil
 }
 
 // AppendValue appends the []byte value stored under key to dst and returns
@@ -313,75 +327,58 @@ func (c *Client) readFailed(ctx context.Context, key string, err error) error {
 }
 
 // seal turns a msgpack payload into the bytes both tiers store, in a fresh
-// slice that L1 may keep.
+// slice that L1 may keep. A large compressed payload is sealed in place:
+// its envelope is written NonceSize bytes into the buffer the entry will
+// be and encrypted where it lies, so a 64 MiB Set allocates the payload
+// and the entry, about twice the value, not three times.
 func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
-	if len(payload) >= LargeValueBytes && c.compressed && c.enc != nil {
-		return c.sealInPlace(ctx, s, key, payload)
-	}
-	body := payload
-	if c.compressed {
-		var err error
-		if s.plain, err = protocol.SealEnvelope(s.plain[:0], payload, protocol.FormatMsgpack); err != nil {
-			return nil, err
-		}
-		body = s.plain
-	}
 	if c.enc == nil {
+		body := payload
+		if c.compressed {
+			var err error
+			if s.plain, err = protocol.SealEnvelope(s.plain[:0], payload, protocol.FormatMsgpack); err != nil {
+				return nil, err
+			}
+			body = s.plain
+		}
 		return chunked.Append(make([]byte, 0, len(body)), body), nil
 	}
 	aad, err := c.appendAAD(s, key)
 	if err != nil {
 		return nil, err
 	}
-	out, d, err := c.enc.EncryptNow(make([]byte, 0, len(body)+encryption.Overhead), body, aad)
+	body, dst := payload, []byte(nil)
+	switch {
+	case c.compressed && len(payload) >= LargeValueBytes:
+		buf := make([]byte, encryption.NonceSize, encryption.NonceSize+protocol.SealEnvelopeBound(len(payload))+encryption.TagSize)
+		env, err := protocol.SealEnvelope(buf, payload, protocol.FormatMsgpack)
+		if err != nil {
+			return nil, err
+		}
+		body, dst = env[encryption.NonceSize:], buf[:0]
+	case c.compressed:
+		if s.plain, err = protocol.SealEnvelope(s.plain[:0], payload, protocol.FormatMsgpack); err != nil {
+			return nil, err
+		}
+		body = s.plain
+	}
+	if dst == nil {
+		dst = make([]byte, 0, len(body)+encryption.Overhead)
+	}
+	out, d, err := c.enc.EncryptNow(dst, body, aad)
 	if d != nil {
 		out, err = d.Wait(ctx)
 	}
 	if err != nil {
+		chunked.Clear(body) // an envelope sealed in place holds plaintext
 		return nil, c.mapErr(err)
 	}
-	return out, nil
-}
-
-// sealInPlace is seal for a large payload, with one buffer where seal has
-// two: the envelope is written NonceSize bytes into the buffer the entry
-// will be, and encrypted where it lies. A 64 MiB Set then allocates the
-// payload and the entry, about twice the value, not three times.
-func (c *Client) sealInPlace(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
-	aad, err := c.appendAAD(s, key)
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, encryption.NonceSize, encryption.NonceSize+protocol.SealEnvelopeBound(len(payload))+encryption.TagSize)
-	env, err := protocol.SealEnvelope(buf, payload, protocol.FormatMsgpack)
-	if err != nil {
-		return nil, err
-	}
-	out, d, err := c.enc.EncryptNow(buf[:0], env[encryption.NonceSize:], aad)
-	if d != nil {
-		out, err = d.Wait(ctx)
-	}
-	if err != nil {
-		chunked.Clear(env) // the plaintext envelope
-		return nil, c.mapErr(err)
-	}
-	// A value that compressed well leaves most of the buffer unused; L1
-	// would keep all of it for as long as it keeps the entry.
+	// A large value that compressed well leaves most of its buffer
+	// unused; L1 would keep all of it for as long as it keeps the entry.
 	if cap(out)-len(out) > len(out)/8 {
 		out = chunked.Append(make([]byte, 0, len(out)), out)
 	}
 	return out, nil
-}
-
-// openLarge is open holding a large-work slot (LargeValueConcurrency);
-// its callers test the size inline, so a small entry pays one comparison.
-func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
-	held, err := c.enterLarge(ctx, len(stored))
-	if err != nil {
-		return nil, err
-	}
-	defer c.leaveLarge(held)
-	return c.open(ctx, s, key, stored)
 }
 
 // open authenticates and unwraps stored bytes into the msgpack payload. The

@@ -82,3 +82,14 @@ func (c *Client) sealBounded(ctx context.Context, s *scratch, key string, payloa
 	defer c.leaveLarge(held)
 	return c.seal(ctx, s, key, payload)
 }
+
+// openLarge is open holding a large-work slot (LargeValueConcurrency);
+// its callers test the size inline, so a small entry pays one comparison.
+func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	held, err := c.enterLarge(ctx, len(stored))
+	if err != nil {
+		return nil, err
+	}
+	defer c.leaveLarge(held)
+	return c.open(ctx, s, key, stored)
+}

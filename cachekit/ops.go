@@ -3,8 +3,6 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
@@ -215,34 +213,4 @@ func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return b, err
-}
-
-// getWithTTL decodes key's value into dst and returns how long its entry
-// has left (see GetWithTTL).
-func (c *Client) getWithTTL(ctx context.Context, key string, dst any) (time.Duration, error) {
-	if c.closed.Load() {
-		return 0, ErrClosed
-	}
-	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
-		return 0, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
-	}
-	s := getScratch()
-	defer putScratch(s)
-	payload, tier, left, err := c.loadTTL(ctx, s, key, true)
-	if err != nil {
-		return 0, err
-	}
-	if tier == TierL1 {
-		// What L1 holds key for now (a write after the read above may
-		// have replaced the entry: then it is the newer entry's).
-		var ok bool
-		if left, ok = c.l1.Remaining(key); !ok {
-			// Expired or dropped since the read: as good as a miss.
-			return 0, ErrNotFound
-		}
-	}
-	if err := c.decode(payload, dst); err != nil {
-		return 0, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
-	}
-	return left, nil
 }

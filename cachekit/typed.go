@@ -24,7 +24,7 @@ func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 // without one by another tool).
 func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Duration, error) {
 	var v T
-	left, err := c.getWithTTL(ctx, key, &v)
+	left, err := c.get(ctx, key, &v, true)
 	if err != nil {
 		var zero T
 		return zero, 0, err
