@@ -295,3 +295,34 @@ func TestSecureFromEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisURLCluster: a redis+cluster:// RedisURL gives the Client a
+// cluster client, so keys in every slot are written and read back, and
+// MGet spans the masters.
+func TestRedisURLCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	opts := Minimal()
+	opts.RedisURL = cl.URL()
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	keys := make([]string, 50)
+	for i := range keys {
+		keys[i] = "k" + strings.Repeat("x", i)
+		if err := c.SetWithTTL(ctx, keys[i], i, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := MGet[int](ctx, c, keys)
+	if err != nil || len(got) != len(keys) {
+		t.Fatalf("MGet over a cluster URL: %d values, %v", len(got), err)
+	}
+	for i, k := range keys {
+		if got[k] != i {
+			t.Fatalf("%d: got %d", i, got[k])
+		}
+	}
+}

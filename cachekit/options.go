@@ -53,7 +53,11 @@ type Options struct {
 	Redis redis.UniversalClient
 
 	// RedisURL is used when Redis is nil: a redis://, rediss:// or unix://
-	// URL. The Client owns the connection it opens and closes it on Close.
+	// URL for one server, or a redis+cluster:// or rediss+cluster:// URL for
+	// a Redis Cluster, naming one seed node as its host and any others as
+	// addr query parameters
+	// (redis+cluster://10.0.0.1:7000?addr=10.0.0.2:7000). The Client owns
+	// the connection it opens and closes it on Close.
 	// That go-redis client is built to be bounded: no retries of its own,
 	// one dial per attempt, ctx deadlines honoured, and
 	// Reliability.AttemptTimeout (200 ms by default, also when Reliability

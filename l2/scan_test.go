@@ -12,10 +12,17 @@ import (
 )
 
 // TestScanEveryMaster: Scan finds exactly the matching keys on every
-// master of a three-master cluster, and on a standalone server.
+// master of a three-master cluster, and on a standalone server. The cluster
+// client is the one Open builds from a redis+cluster:// URL.
 func TestScanEveryMaster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	crdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	crdb, err := Open(cl.URL(), time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := crdb.(*redis.ClusterClient); !ok {
+		t.Fatalf("Open(redis+cluster://) = %T, want *redis.ClusterClient", crdb)
+	}
 	t.Cleanup(func() { _ = crdb.Close() })
 	srv := redistest.Start(t)
 	srdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})

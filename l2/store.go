@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -53,43 +54,32 @@ func New(rdb redis.UniversalClient) *Store {
 	return s
 }
 
-// Open parses a redis://, rediss:// or unix:// URL (see redis.ParseURL for
-// the accepted options) and returns a new standalone client; the caller
-// owns it and must Close it. On failure the error wraps ErrInvalidURL and
-// never repeats the URL, which may hold credentials.
+// Open parses a Redis URL and returns a new client; the caller owns it and
+// must Close it. On failure the error wraps ErrInvalidURL and never repeats
+// the URL, which may hold credentials.
+//
+// A redis://, rediss:// or unix:// URL (see redis.ParseURL for the accepted
+// options) yields a standalone *redis.Client. A redis+cluster:// or
+// rediss+cluster:// URL yields a *redis.ClusterClient: its host is one seed
+// node and each addr query parameter adds another, for example
+// redis+cluster://10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000 (see
+// redis.ParseClusterURL for the other options).
 //
 // The client is built for a caller that retries on its own and bounds
-// every call: go-redis's command retries are off (MaxRetries -1), a failed
-// dial is not retried inside the command (DialerRetries 1), the ctx
-// deadline bounds dialing, reads and writes (ContextTimeoutEnabled), and
-// timeout, when positive, is the dial and pool-wait timeout and ioTimeout
-// the read and write timeout, unless the URL sets its own (dial_timeout,
-// read_timeout, write_timeout, pool_timeout). A read or write ends at the
-// earlier of its ctx deadline and its timeout, so ioTimeout must leave
-// room for the largest value the caller sends.
+// every call: go-redis's command retries are off (MaxRetries -1; a cluster
+// client still follows MOVED and ASK redirects), a failed dial is not
+// retried inside the command (DialerRetries 1), the ctx deadline bounds
+// dialing, reads and writes (ContextTimeoutEnabled), and timeout, when
+// positive, is the dial and pool-wait timeout and ioTimeout the read and
+// write timeout, unless the URL sets its own (dial_timeout, read_timeout,
+// write_timeout, pool_timeout). A read or write ends at the earlier of its
+// ctx deadline and its timeout, so ioTimeout must leave room for the
+// largest value the caller sends.
 func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, &urlError{reason: "malformed URL"}
 	}
-	switch u.Scheme {
-	case "redis", "rediss", "unix":
-	default:
-		return nil, &urlError{reason: "scheme must be redis, rediss or unix"}
-	}
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, &urlError{reason: "bad host, port, database number or query option"}
-	}
-	if opts.Network == "tcp" {
-		_, port, err := net.SplitHostPort(opts.Addr)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-			return nil, &urlError{reason: "port must be a number from 1 to 65535"}
-		}
-	}
-	opts.MaxRetries = -1
-	opts.DialerRetries = 1
-	opts.ContextTimeoutEnabled = true
 	set := func(t time.Duration, ds ...*time.Duration) {
 		for _, d := range ds {
 			if *d == 0 && t > 0 {
@@ -97,9 +87,48 @@ func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClien
 			}
 		}
 	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+	case "redis+cluster", "rediss+cluster":
+		u.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
+		opts, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, &urlError{reason: "bad host, port or query option"}
+		}
+		for _, a := range opts.Addrs {
+			if !validPort(a) {
+				return nil, &urlError{reason: "port must be a number from 1 to 65535"}
+			}
+		}
+		opts.MaxRetries = -1
+		opts.DialerRetries = 1
+		opts.ContextTimeoutEnabled = true
+		set(timeout, &opts.DialTimeout, &opts.PoolTimeout)
+		set(ioTimeout, &opts.ReadTimeout, &opts.WriteTimeout)
+		return redis.NewClusterClient(opts), nil
+	default:
+		return nil, &urlError{reason: "scheme must be redis, rediss, unix, redis+cluster or rediss+cluster"}
+	}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, &urlError{reason: "bad host, port, database number or query option"}
+	}
+	if opts.Network == "tcp" && !validPort(opts.Addr) {
+		return nil, &urlError{reason: "port must be a number from 1 to 65535"}
+	}
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
+	opts.ContextTimeoutEnabled = true
 	set(timeout, &opts.DialTimeout, &opts.PoolTimeout)
 	set(ioTimeout, &opts.ReadTimeout, &opts.WriteTimeout)
 	return redis.NewClient(opts), nil
+}
+
+// validPort reports whether addr's port is a number from 1 to 65535.
+func validPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(port)
+	return err == nil && perr == nil && n >= 1 && n <= 65535
 }
 
 // urlError is ErrInvalidURL with a reason that contains no part of the URL.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,6 +303,10 @@ func TestOpen(t *testing.T) {
 		"redis://:" + secret + "@local host/0",
 		"\x7f" + secret,
 		"",
+		"redis+cluster://:" + secret + "@host:notaport",
+		"redis+cluster://:" + secret + "@127.0.0.1:7000?addr=127.0.0.1:99999",
+		"rediss+cluster://:" + secret + "@127.0.0.1:7000?no_such_option=1",
+		"unix+cluster://" + secret,
 	}
 	for _, u := range bad {
 		rdb, err := Open(u, 0, 0)
@@ -336,6 +341,41 @@ func TestOpenBoundsEveryCall(t *testing.T) {
 	}
 	if o.ReadTimeout != 2*time.Second {
 		t.Fatalf("ReadTimeout %v: the URL's read_timeout=2s must win", o.ReadTimeout)
+	}
+}
+
+// TestOpenClusterBoundsEveryCall: a redis+cluster:// URL yields a cluster
+// client seeded with every address it names and bounded as a standalone
+// one is.
+func TestOpenClusterBoundsEveryCall(t *testing.T) {
+	rdb, err := Open("redis+cluster://u:p@127.0.0.1:1?addr=127.0.0.1:2&addr=127.0.0.1:3&read_timeout=2s",
+		150*time.Millisecond, 900*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("Open(redis+cluster://) = %T, want *redis.ClusterClient", rdb)
+	}
+	o := cc.Options()
+	if !slices.Equal(o.Addrs, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}) || o.Username != "u" || o.Password != "p" {
+		t.Fatalf("Addrs %v, user %q: want the three seeds and the URL's credentials", o.Addrs, o.Username)
+	}
+	if o.MaxRetries != -1 || o.DialerRetries != 1 || !o.ContextTimeoutEnabled {
+		t.Fatalf("MaxRetries %d (want -1: a cluster client keeps it), DialerRetries %d, ContextTimeoutEnabled %v", o.MaxRetries, o.DialerRetries, o.ContextTimeoutEnabled)
+	}
+	if o.DialTimeout != 150*time.Millisecond || o.PoolTimeout != 150*time.Millisecond ||
+		o.WriteTimeout != 900*time.Millisecond || o.ReadTimeout != 2*time.Second {
+		t.Fatalf("timeouts dial %v pool %v write %v read %v", o.DialTimeout, o.PoolTimeout, o.WriteTimeout, o.ReadTimeout)
+	}
+	tls, err := Open("rediss+cluster://127.0.0.1:7000", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tls.Close()
+	if tls.(*redis.ClusterClient).Options().TLSConfig == nil {
+		t.Fatal("rediss+cluster:// must turn TLS on")
 	}
 }
 

@@ -47,7 +47,7 @@ type globalFlags struct {
 
 // register defines the global flags on fs.
 func (g *globalFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.redisURL, "redis", "", "Redis `URL` (default $"+envRedisURL+", else "+defaultRedisURL+")")
+	fs.StringVar(&g.redisURL, "redis", "", "Redis `URL`: redis://, rediss://, unix://, or redis+cluster://host:port?addr=host:port for a cluster (default $"+envRedisURL+", else "+defaultRedisURL+")")
 	fs.BoolVar(&g.secure, "secure", false, "encrypt/decrypt with the key in $"+envMasterKey+
 		" (previous keys: $"+envPreviousKeys+", comma-separated hex)")
 	fs.StringVar(&g.tenant, "tenant", "default", "tenant the encryption keys and AAD are bound to (with --secure)")
@@ -65,6 +65,14 @@ func (g *globalFlags) resolveRedisURL(getenv func(string) string) string {
 		return u
 	}
 	return defaultRedisURL
+}
+
+// cluster reports whether the Redis URL names a cluster
+// (redis+cluster:// or rediss+cluster://): its SCAN walks every master at
+// once, so it has no single cursor to resume from.
+func (g *globalFlags) cluster(getenv func(string) string) bool {
+	u := g.resolveRedisURL(getenv)
+	return strings.HasPrefix(u, "redis+cluster://") || strings.HasPrefix(u, "rediss+cluster://")
 }
 
 // compressed reports whether entries use the ByteStorage envelope, which is

@@ -20,8 +20,8 @@ var cmdFlush = &command{
 		"(Production's default) drop the keys from their L1 as Redis reports the\n" +
 		"deletes; others keep their L1 copies until those expire. It refuses to run\n" +
 		"without --yes. After a key compromise: deploy a fresh master key with no\n" +
-		"previous keys, then flush what the old key sealed. The tool connects to one\n" +
-		"Redis server: on a cluster, run it against each master.",
+		"previous keys, then flush what the old key sealed. With a redis+cluster://\n" +
+		"URL it walks every master.",
 	examples: []string{"cachekit flush --match 'session:*' --yes", "cachekit flush --match '*' --prefix app: --yes"},
 	minArgs:  0, maxArgs: 0,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {

@@ -110,10 +110,11 @@ func (r result) want(t *testing.T, code int) result {
 // line returns stdout without its final newline.
 func (r result) line() string { return strings.TrimSuffix(r.stdout, "\n") }
 
-// stack is one redis-server with the environment that points the tool at it.
+// stack is one redis-server, or a cluster, with the environment that points
+// the tool at it.
 type stack struct {
-	srv *redistest.Server
-	rdb *redis.Client
+	srv *redistest.Server // nil for a cluster
+	rdb redis.UniversalClient
 	env []string
 }
 
@@ -123,6 +124,16 @@ func newStack(t *testing.T) *stack {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	return &stack{srv: srv, rdb: rdb, env: []string{"CACHEKIT_REDIS_URL=" + srv.URL()}}
+}
+
+// newClusterStack starts a three-master cluster; the tool reaches it
+// through one redis+cluster:// URL.
+func newClusterStack(t *testing.T) (*stack, *redistest.Cluster) {
+	t.Helper()
+	cl := redistest.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	return &stack{rdb: rdb, env: []string{"CACHEKIT_REDIS_URL=" + cl.URL()}}, cl
 }
 
 // with returns the stack's environment plus extra pairs.

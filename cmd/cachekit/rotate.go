@@ -27,13 +27,13 @@ var cmdRotate = &command{
 		"unreadable (tampered, another key or tenant) and keys of other Redis types are\n" +
 		"left untouched and counted. Progress goes to stderr (a live line on a terminal,\n" +
 		"else a line every 2 s), the summary to stdout (--json: one object), with the\n" +
-		"SCAN cursor to resume from when the run stopped early (--cursor C resumes it).\n" +
+		"SCAN cursor to resume from when the run stopped early (--cursor C resumes it;\n" +
+		"a cluster has no single cursor: run it again, entries already current are skipped).\n" +
 		"--dry-run counts without writing; --rate N holds the walk to N entries per\n" +
 		"second. Ctrl-C stops the run (a batch in\n" +
 		"flight may count as failed; nothing half-written is possible: each swap is\n" +
 		"one script). One run covers one --tenant, --prefix and mode: run it for each\n" +
-		"the applications use. The tool connects to one Redis server: on a cluster,\n" +
-		"run it against each master.\n" +
+		"the applications use. With a redis+cluster:// URL it walks every master.\n" +
 		"Exit 0 when every entry that opened under a previous key was re-sealed or had\n" +
 		"changed meanwhile; 5 when some could not be written (or on interrupt).",
 	examples: []string{
@@ -79,6 +79,10 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	if pattern == "" {
 		pattern = "*"
 	}
+	cluster := g.cluster(e.getenv)
+	if cluster && g.cursor != 0 {
+		return usageErrorf("rotate: --cursor resumes a walk of one server; on a cluster run rotate again (entries already current are skipped)")
+	}
 	kr, err := openKeyring(g, e.getenv)
 	if err != nil {
 		return err
@@ -123,7 +127,9 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 					}
 				}
 			}
-			sum.Cursor = next // this batch is done: a rerun may start after it
+			if !cluster { // a cluster's masters are walked at once, each with its own cursor
+				sum.Cursor = next // this batch is done: a rerun may start after it
+			}
 			if now := time.Now(); now.Sub(lastReport) >= every {
 				lastReport = now
 				end := "\n"
@@ -132,7 +138,7 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 				}
 				fmt.Fprintf(e.stderr, "rotate: scanned %d, re-sealed %d, current %d, unreadable %d, changed %d, %.0f/s, cursor %d   %s",
 					sum.Scanned, sum.Resealed+sum.WouldReseal, sum.AlreadyCurrent, sum.Unreadable, sum.Changed,
-					float64(sum.Scanned)/now.Sub(start).Seconds(), next, end)
+					float64(sum.Scanned)/now.Sub(start).Seconds(), sum.Cursor, end)
 			}
 			return pace(ctx, start, sum.Scanned, g.rate)
 		})
@@ -146,6 +152,8 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	}
 	printRotateSummary(e.stdout, g, sum)
 	switch {
+	case errors.Is(err, context.Canceled) && cluster:
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: interrupted after %d entries; run it again (entries already current are skipped)", sum.Scanned)}
 	case errors.Is(err, context.Canceled):
 		return &exitError{code: exitPartial, msg: fmt.Sprintf("rotate: interrupted after %d entries; resume with --cursor %d", sum.Scanned, sum.Cursor)}
 	case err != nil:

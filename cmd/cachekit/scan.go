@@ -24,8 +24,8 @@ var cmdScan = &command{
 		"it (current, previous#N, or none; with --secure only), its size in bytes and\n" +
 		"its remaining TTL in milliseconds (-1: no expiry). --json prints one object\n" +
 		"per line with the fields key, mode, keyring, bytes, ttl_ms; --summary prints\n" +
-		"only the counts. Values are never printed. The tool connects to one Redis\n" +
-		"server: on a cluster, run it against each master.",
+		"only the counts. Values are never printed. With a redis+cluster:// URL it\n" +
+		"walks every master.",
 	examples: []string{"cachekit scan 'user:*'", "cachekit scan 'session:*' --secure --json", "cachekit scan '*' --summary --secure"},
 	minArgs:  1, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {

@@ -136,6 +136,21 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// URL returns a redis+cluster:// URL naming every node as a seed, the form
+// cachekit.Options.RedisURL and the command-line tool accept for a cluster.
+func (c *Cluster) URL() string {
+	addrs := c.Addrs()
+	u := "redis+cluster://" + addrs[0]
+	for i, a := range addrs[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + a
+	}
+	return u
+}
+
 // Masters returns the addresses of the nodes started as masters. After a
 // failover some of them may be replicas or dead; MasterOf tells who owns a
 // slot now.
