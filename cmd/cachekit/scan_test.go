@@ -141,42 +141,79 @@ func TestFlush(t *testing.T) {
 	}
 }
 
-// TestFlushReachesL1: an application Client with Invalidation on drops
-// the flushed keys from its L1 (Redis's tracking reports the UNLINKs).
-func TestFlushReachesL1(t *testing.T) {
+// TestCommandsReachL1: an application Client with Invalidation on drops
+// the keys the tool writes from its L1 (Redis's tracking reports them), so
+// after set it reads the tool's value, after del and flush a miss, and
+// after rotate the re-sealed entry (counted as an L1 miss that reaches
+// Redis).
+func TestCommandsReachL1(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
 	app, err := cachekit.New(cachekit.Options{
 		RedisURL: s.srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:",
+		Encryption:   &encryption.Config{MasterKey: mustHex(t, testKeyHex), PreviousKeys: [][]byte{mustHex(t, oldKeyHex)}},
 		Invalidation: &cachekit.Invalidation{}, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	if err := app.Set(ctx, "session:1", "token"); err != nil {
+	old := s.appClient(t, "app:", oldKeyHex)
+	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	deadline := time.Now().Add(10 * time.Second)
+	// cached reads key until the application serves it from L1 (tracking is up).
+	cached := func(key string) {
+		t.Helper()
+		hits := app.Stats().L1Hits
+		for app.Stats().L1Hits == hits {
+			if _, err := cachekit.Get[string](ctx, app, key); err != nil || time.Now().After(deadline) {
+				t.Fatalf("the application never served %s from L1: %v", key, err)
+			}
+		}
+	}
+	// until polls the application's read of key until ok accepts it.
+	until := func(what, key string, ok func(string, error) bool) {
+		t.Helper()
+		for {
+			v, err := cachekit.Get[string](ctx, app, key)
+			if ok(v, err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s after %s the application still reads %s: %q, %v", what, key, v, err)
+			}
+			time.Sleep(5 * time.Millisecond) // polling an asynchronous delivery
+		}
+	}
+	run := func(args ...string) {
+		t.Helper()
+		if code, out, errOut := runIn(envv, args...); code != exitOK {
+			t.Fatalf("%v: exit %d, %q %q", args, code, out, errOut)
+		}
+	}
+	for _, k := range []string{"session:1", "session:2", "token"} {
+		if err := app.Set(ctx, k, "app-value"); err != nil {
+			t.Fatal(err)
+		}
+		cached(k)
+	}
+	run("set", "token", `"tool-value"`, "--prefix", "app:", "--secure")
+	until("set", "token", func(v string, err error) bool { return err == nil && v == "tool-value" })
+	run("del", "token", "--prefix", "app:", "--secure")
+	until("del", "token", func(_ string, err error) bool { return errors.Is(err, cachekit.ErrNotFound) })
+	run("flush", "--match", "session:*", "--prefix", "app:", "--yes")
+	until("flush", "session:1", func(_ string, err error) bool { return errors.Is(err, cachekit.ErrNotFound) })
+	until("flush", "session:2", func(_ string, err error) bool { return errors.Is(err, cachekit.ErrNotFound) })
+
+	if err := old.Set(ctx, "rotated", "v"); err != nil {
 		t.Fatal(err)
 	}
-	// Read until the value is served from L1 (tracking is up).
-	deadline := time.Now().Add(10 * time.Second)
-	for app.Stats().L1Hits == 0 {
-		if _, err := cachekit.Get[string](ctx, app, "session:1"); err != nil || time.Now().After(deadline) {
-			t.Fatalf("the application never served session:1 from L1: %v", err)
-		}
-	}
-	if code, out, errOut := runIn(s.env, "flush", "--match", "session:*", "--prefix", "app:", "--yes"); code != exitOK {
-		t.Fatalf("flush: exit %d, %q %q", code, out, errOut)
-	}
-	for { // the invalidation arrives asynchronously
-		_, err := cachekit.Get[string](ctx, app, "session:1")
-		if errors.Is(err, cachekit.ErrNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after flush the application still reads session:1: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling an asynchronous delivery
-	}
+	cached("rotated")
+	before := app.Stats().DecryptsByKey
+	run("rotate", "--secure", "--prefix", "app:")
+	until("rotate", "rotated", func(v string, err error) bool {
+		return err == nil && v == "v" && app.Stats().DecryptsByKey[0] > before[0]
+	})
 }
 
 // TestStats: stats counts a sample by mode, keyring entry, expiry and size,
