@@ -20,27 +20,50 @@ import (
 // them), are left out and reported together in the returned error
 // (errors.Join of *EntryError); the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
+	ctx, oc := c.beginBatch(ctx, opMGet, len(keys))
+	out, r, err := mgetAs[T](ctx, c, keys)
+	c.end(ctx, oc, r, err)
+	return out, err
+}
+
+// mgetAs is MGet without observing the operation. Its result's tier is L1
+// when L1 answered every key, else L2 (none when L1 and Redis hold none of
+// them).
+func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T, result, error) {
 	out := make(map[string]T, len(keys))
-	err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
+	var r result
+	degraded, err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
 		var v T
 		if err := c.decode(payload, &v); err != nil {
 			return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 		}
 		out[key] = v
+		r.size += len(payload)
+		if r.tier != tierL2 {
+			r.tier = tierOf(tier)
+		}
 		return nil
 	})
-	return out, err
+	switch {
+	case err != nil:
+	case degraded:
+		r.out = outDegraded
+	case len(out) == 0 && len(keys) > 0:
+		r.out = outMiss
+	}
+	return out, r, err
 }
 
 // mget resolves keys and calls found for each opened entry. It reads
 // through the same fromL1/fromL2 steps as Get, so an MGet backfill is
-// bounded by each entry's remaining TTL in Redis, like a Get's.
-func (c *Client) mget(ctx context.Context, keys []string, found func(key string, payload []byte, tier Tier) error) error {
+// bounded by each entry's remaining TTL in Redis, like a Get's. degraded
+// reports that FailOpen turned a Redis failure into misses.
+func (c *Client) mget(ctx context.Context, keys []string, found func(key string, payload []byte, tier Tier) error) (degraded bool, err error) {
 	if c.closed.Load() {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	if slices.Contains(keys, "") {
-		return errEmptyKey
+		return false, errEmptyKey
 	}
 	s := getScratch()
 	defer putScratch(s)
@@ -50,7 +73,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		if c.l1 != nil {
 			payload, hit, err := c.fromL1(ctx, s, key)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if hit {
 				if err := found(key, payload, TierL1); err != nil {
@@ -63,7 +86,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	}
 	if len(misses) == 0 || c.l2 == nil {
 		c.stats.l2Misses.Add(uint64(len(misses) * boolInt(c.l2 != nil)))
-		return errors.Join(errs...)
+		return false, errors.Join(errs...)
 	}
 	full := make([]string, len(misses))
 	tickets := make([]ticket, len(misses))
@@ -73,7 +96,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	}
 	var vals [][]byte
 	var ttls []time.Duration
-	err := c.rel.do(ctx, "mget", func(ctx context.Context) error {
+	err = c.rel.do(ctx, "mget", func(ctx context.Context) error {
 		var err error
 		if c.l1 != nil {
 			vals, ttls, err = c.l2.MGetWithTTL(ctx, full)
@@ -99,20 +122,19 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 			// FailOpen: the L2 part of the batch is a miss.
 			c.stats.degraded.Add(1)
 			c.warn("redis read failed; MGet degraded to misses", "", err)
-			return errors.Join(errs...)
+			return true, errors.Join(errs...)
 		}
-		return err
+		return false, err
 	}
 	for i, stored := range vals {
 		key := misses[i]
 		if stored == nil {
 			c.stats.l2Misses.Add(1)
-			c.met.add(ctx, opGetL2Miss)
 			continue
 		}
 		payload, err := c.fromL2(ctx, s, key, stored, ttls[i], tickets[i])
 		if errors.Is(err, ErrClosed) {
-			return err
+			return false, err
 		}
 		if err == nil {
 			err = found(key, payload, TierL2)
@@ -121,7 +143,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return false, errors.Join(errs...)
 }
 
 func boolInt(b bool) int {
@@ -135,12 +157,19 @@ func boolInt(b bool) int {
 // round trip to Redis, then in L1. Values are encoded and sealed exactly as
 // SetWithTTL does.
 func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Duration) error {
+	ctx, oc := c.beginBatch(ctx, opMSet, len(items))
+	r, err := c.mset(ctx, items, ttl)
+	c.end(ctx, oc, r, err)
+	return err
+}
+
+func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Duration) (result, error) {
 	if c.closed.Load() {
-		return ErrClosed
+		return result{}, ErrClosed
 	}
 	ttl, err := protocol.NormalizeTTL(ttl)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	s := getScratch()
 	defer putScratch(s)
@@ -148,15 +177,15 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 	keys := make([]string, 0, len(items))
 	for key, v := range items {
 		if err := c.checkKey(key); err != nil {
-			return err
+			return result{}, err
 		}
 		payload, err := c.encode(s, v)
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		stored, err := c.sealBounded(ctx, s, key, payload)
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		batch = append(batch, l2.Item{Key: c.fullKey(key), Value: stored, TTL: ttl})
 		keys = append(keys, key)
@@ -165,11 +194,13 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 	for i, k := range keys {
 		tickets[i] = c.ticket(k)
 	}
+	size := 0
+	for _, it := range batch {
+		size += len(it.Value)
+	}
+	r := result{tier: tierL1, size: size}
 	if c.l2 != nil {
-		size := 0
-		for _, it := range batch {
-			size += len(it.Value)
-		}
+		r.tier = tierL2
 		err := c.rel.doSized(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
 		if err != nil {
 			c.stats.l2Errors.Add(1)
@@ -179,9 +210,9 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 			if c.degradable(ctx, err) {
 				c.stats.degraded.Add(1)
 				c.warn("redis write failed; MSet absorbed (fail-open)", "", err)
-				return nil
+				return result{tier: tierL2, out: outDegraded}, nil
 			}
-			return err
+			return r, err
 		}
 		if c.inv != nil {
 			msgs := make([][]byte, len(keys))
@@ -204,5 +235,5 @@ func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Durati
 			c.swr.rewritten(k, c.now(), ttl)
 		}
 	}
-	return nil
+	return r, nil
 }

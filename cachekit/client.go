@@ -13,6 +13,7 @@ import (
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -58,6 +59,7 @@ type Client struct {
 	swr *swrState       // nil: SWR off
 	inv *invalidator    // nil: invalidation off
 	met *meters         // nil: metrics off
+	obs *observer       // nil: neither spans nor metrics
 	bg  context.Context // cancelled by Close: background work stops
 	// stopBG cancels bg.
 	stopBG context.CancelFunc
@@ -162,8 +164,17 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	c.met = met
+	if met != nil || opts.TracerProvider != nil {
+		c.obs = &observer{c: c, m: met}
+		if opts.TracerProvider != nil {
+			c.obs.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(moduleVersion()))
+		}
+	}
 	if c.rel != nil && c.met != nil {
 		c.rel.onRetry = func(string) { c.met.retry(context.Background()) }
+	}
+	if c.rel != nil && opts.TracerProvider != nil {
+		c.rel.onRefuse = func(ctx context.Context) { c.event(ctx, "cachekit.breaker_refused") }
 	}
 	c.wireBreaker()
 	if c.l2 != nil {

@@ -19,7 +19,10 @@ import (
 // (without encryption, another writer storing the identical value reads
 // the same way).
 func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
-	return c.setCond(ctx, key, value, ttl, false)
+	ctx, oc := c.begin(ctx, opSetIfAbsent, key)
+	stored, r, err := c.setCond(ctx, key, value, ttl, false)
+	c.end(ctx, oc, r, err)
+	return stored, err
 }
 
 // SetIfPresent stores value under key for ttl only if key is cached
@@ -27,25 +30,31 @@ func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl tim
 // L1 and errors are as for SetIfAbsent; when Redis does not hold key, this
 // process's L1 drops it too.
 func (c *Client) SetIfPresent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
-	return c.setCond(ctx, key, value, ttl, true)
+	ctx, oc := c.begin(ctx, opSetIfPresent, key)
+	stored, r, err := c.setCond(ctx, key, value, ttl, true)
+	c.end(ctx, oc, r, err)
+	return stored, err
 }
 
-func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Duration, ifExists bool) (bool, error) {
+func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Duration, ifExists bool) (bool, result, error) {
 	if c.closed.Load() {
-		return false, ErrClosed
+		return false, result{}, ErrClosed
 	}
 	ttl, err := protocol.NormalizeTTL(ttl)
 	if err != nil {
-		return false, err
+		return false, result{}, err
 	}
 	sealed, err := c.sealValue(ctx, key, value)
 	if err != nil {
-		return false, err
+		return false, result{}, err
 	}
 	if c.l2 == nil {
 		// L1 only: the check and the store are one step under the key's
 		// write lock, against every other writer in this process.
-		return c.l1.SetIfPresence(key, sealed, ttl, ifExists), nil
+		if !c.l1.SetIfPresence(key, sealed, ttl, ifExists) {
+			return false, result{tier: tierL1, out: outNotStored}, nil
+		}
+		return true, result{tier: tierL1, size: len(sealed)}, nil
 	}
 	t := c.ticket(key)
 	full := c.fullKey(key)
@@ -67,17 +76,15 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	})
 	if err != nil {
 		c.stats.l2Errors.Add(1)
-		c.met.add(ctx, opSetErr)
 		c.dropL1(key) // L2 state unknown
-		return false, err
+		return false, result{tier: tierL2}, err
 	}
 	if !ok {
 		if ifExists {
 			c.dropL1(key) // Redis does not hold key
 		}
-		return false, nil
+		return false, result{tier: tierL2, out: outNotStored}, nil
 	}
-	c.met.add(ctx, opSetOK)
 	if c.inv != nil {
 		err := c.rel.do(ctx, "publish", func(ctx context.Context) error {
 			return c.l2.Publish(ctx, c.inv.channel, c.publishMsg(key))
@@ -87,11 +94,11 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 			c.warn("invalidation not published after a conditional Set", key, err)
 		}
 	}
-	if c.l1 != nil && !c.admit(key, t, sealed, ttl, true) {
-		c.met.add(ctx, opSetL1Rejected)
+	if c.l1 != nil {
+		c.admit(key, t, sealed, ttl, true)
 	}
 	if c.swr != nil {
 		c.swr.rewritten(key, c.now(), ttl)
 	}
-	return true, nil
+	return true, result{tier: tierL2, size: len(sealed)}, nil
 }

@@ -22,7 +22,10 @@ import (
 
 // Set stores value under key for the Client's DefaultTTL.
 func (c *Client) Set(ctx context.Context, key string, value any) error {
-	return c.SetWithTTL(ctx, key, value, c.defaultTTL)
+	ctx, oc := c.begin(ctx, opSet, key)
+	r, err := c.setWithTTL(ctx, key, value, c.defaultTTL)
+	c.end(ctx, oc, r, err)
+	return err
 }
 
 // SetWithTTL stores value under key for ttl. ttl must be positive and at
@@ -35,18 +38,27 @@ func (c *Client) Set(ctx context.Context, key string, value any) error {
 // the write was absorbed (ReliabilityStats counts it as Degraded), and in
 // L1-only mode L1 admission may reject it (Stats counts L1Rejected).
 func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
+	ctx, oc := c.begin(ctx, opSetWithTTL, key)
+	r, err := c.setWithTTL(ctx, key, value, ttl)
+	c.end(ctx, oc, r, err)
+	return err
+}
+
+func (c *Client) setWithTTL(ctx context.Context, key string, value any, ttl time.Duration) (result, error) {
 	if c.closed.Load() {
-		return ErrClosed
+		return result{}, ErrClosed
 	}
 	ttl, err := protocol.NormalizeTTL(ttl)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	stored, err := c.sealValue(ctx, key, value)
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	return c.store(ctx, key, stored, ttl)
+	r, err := c.store(ctx, key, stored, ttl)
+	r.size = len(stored)
+	return r, err
 }
 
 // sealValue checks key, encodes value and seals it into a fresh slice.
@@ -78,33 +90,29 @@ func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, 
 // overlapped the Redis round trip, L1 drops the key instead, since Redis may
 // hold the other value. Under FailOpen a failed L2 write is absorbed (and L1
 // dropped, so neither tier has the new value).
-func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
+func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) (result, error) {
 	t := c.ticket(key)
+	r := result{tier: tierL1}
 	if c.l2 != nil {
-		start := c.met.startTimer()
-		err := c.writeL2(ctx, key, stored, ttl)
-		if err != nil {
+		r.tier = tierL2
+		if err := c.writeL2(ctx, key, stored, ttl); err != nil {
 			c.stats.l2Errors.Add(1)
 			c.dropL1(key) // L2 state unknown: never serve the old value from L1
 			if c.degradable(ctx, err) {
 				c.stats.degraded.Add(1)
-				c.met.add(ctx, opSetDegraded)
 				c.warn("redis write failed; absorbed (fail-open)", key, err)
-				return nil
+				return result{tier: tierL2, out: outDegraded}, nil
 			}
-			c.met.add(ctx, opSetErr)
-			return err
+			return r, err
 		}
-		c.met.add(ctx, opSetOK)
-		c.met.since(ctx, start, durSet)
 	}
-	if c.l1 != nil && !c.admit(key, t, stored, ttl, true) {
-		c.met.add(ctx, opSetL1Rejected)
+	if c.l1 != nil {
+		c.admit(key, t, stored, ttl, true)
 	}
 	if c.swr != nil {
 		c.swr.rewritten(key, c.now(), ttl)
 	}
-	return nil
+	return r, nil
 }
 
 // writeL2 stores sealed bytes in Redis under the reliability stack and, with
@@ -133,39 +141,48 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 // Get decodes the value stored under key into dst, a non-nil pointer. It
 // returns ErrNotFound when neither tier has the key.
 func (c *Client) Get(ctx context.Context, key string, dst any) error {
-	_, err := c.get(ctx, key, dst, false)
+	_, err := c.get(ctx, opGet, key, dst, false)
 	return err
 }
 
-// get is Get and, with wantTTL, GetWithTTL: it also returns how long the
-// entry has left (L1's remaining time on an L1 hit, Redis's PTTL otherwise).
-func (c *Client) get(ctx context.Context, key string, dst any, wantTTL bool) (time.Duration, error) {
+// get is Get and, with wantTTL, GetWithTTL, observed as op: it also
+// returns how long the entry has left (L1's remaining time on an L1 hit,
+// Redis's PTTL otherwise).
+func (c *Client) get(ctx context.Context, op opID, key string, dst any, wantTTL bool) (time.Duration, error) {
+	ctx, oc := c.begin(ctx, op, key)
+	left, r, err := c.getPayload(ctx, key, dst, wantTTL)
+	c.end(ctx, oc, r, err)
+	return left, err
+}
+
+func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bool) (time.Duration, result, error) {
 	if c.closed.Load() {
-		return 0, ErrClosed
+		return 0, result{}, ErrClosed
 	}
 	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
-		return 0, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
+		return 0, result{}, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
 	}
 	s := getScratch()
 	defer putScratch(s)
 	// The remaining TTL bounds an L1 backfill: without L1 (and unless the
 	// caller wants it) a plain GET saves Redis a PTTL per read.
 	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil)
+	r := result{tier: tierOf(tier), size: len(payload)}
 	if err != nil {
-		return 0, err
+		return 0, r, err
 	}
 	if wantTTL && tier == TierL1 {
 		// What L1 holds key for now (a write after the read above may
 		// have replaced the entry: then it is the newer entry's).
 		var ok bool
 		if left, ok = c.l1.Remaining(key); !ok {
-			return 0, ErrNotFound // expired or dropped since the read: a miss
+			return 0, result{}, ErrNotFound // expired or dropped since the read: a miss
 		}
 	}
 	if err := c.decode(payload, dst); err != nil {
-		return 0, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+		return 0, r, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 	}
-	return left, nil
+	return left, r, nil
 }
 
 // AppendValue appends the []byte value stored under key to dst and returns
@@ -173,24 +190,33 @@ func (c *Client) get(ctx context.Context, key string, dst any, wantTTL bool) (ti
 // when dst has room. The value must have been stored from a []byte
 // (otherwise ErrNotBytes).
 func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	return c.appendValue(ctx, opAppendValue, dst, key)
+}
+
+// appendValue is AppendValue observed as op.
+func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key string) ([]byte, error) {
+	ctx, oc := c.begin(ctx, op, key)
 	s := getScratch()
-	defer putScratch(s)
 	// The remaining TTL is needed only to bound an L1 backfill: without L1
 	// a plain GET saves Redis a PTTL per read.
 	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
-	if err != nil {
-		return dst, err
+	r := result{tier: tierOf(tier), size: len(payload)}
+	if err == nil {
+		var raw []byte
+		if raw, err = binPayload(payload); err != nil {
+			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+		} else {
+			dst = chunked.Append(dst, raw)
+		}
 	}
-	raw, err := binPayload(payload)
-	if err != nil {
-		return dst, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
-	}
-	return chunked.Append(dst, raw), nil
+	putScratch(s)
+	c.end(ctx, oc, r, err)
+	return dst, err
 }
 
 // GetBytes returns a copy of the []byte value stored under key.
 func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
-	out, err := c.AppendValue(ctx, nil, key)
+	out, err := c.appendValue(ctx, opGetBytes, nil, key)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +228,8 @@ func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
 
 // loadTTL finds key's entry, opens it and returns its msgpack payload
 // (which lives in s and is valid until s is returned to the pool), the tier
-// that answered and, for an entry read from L2, its remaining TTL there (0
+// that answered (on a miss or a Redis failure, the last tier asked) and,
+// for an entry read from L2, its remaining TTL there (0
 // for an L1 hit, no expiry, or when withTTL is false and only GET was
 // sent). Reliability wraps the L2 round trip only; decrypt and decode run
 // outside it.
@@ -213,7 +240,6 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	if key == "" {
 		return nil, "", 0, errEmptyKey
 	}
-	start := c.met.startTimer()
 	if c.l1 != nil {
 		payload, hit, err := c.fromL1(ctx, s, key)
 		if hit || err != nil {
@@ -221,7 +247,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 		}
 	}
 	if c.l2 == nil {
-		return nil, "", 0, ErrNotFound
+		return nil, TierL1, 0, ErrNotFound
 	}
 	t := c.ticket(key)
 	var stored []byte
@@ -236,13 +262,12 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 		return err
 	})
 	if err != nil {
-		return nil, "", 0, c.readFailed(ctx, key, err)
+		return nil, TierL2, 0, c.readFailed(ctx, key, err)
 	}
 	payload, err := c.fromL2(ctx, s, key, stored, ttl, t)
 	if err != nil {
 		return nil, TierL2, 0, err
 	}
-	c.met.since(ctx, start, durGetL2)
 	return payload, TierL2, ttl, nil
 }
 
@@ -252,7 +277,6 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 	stored, ok := c.l1.Get(key)
 	if !ok {
 		c.stats.l1Misses.Add(1)
-		c.met.add(ctx, opGetL1Miss)
 		return nil, false, nil
 	}
 	if len(stored) < LargeValueBytes {
@@ -262,16 +286,12 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 	}
 	if err == nil {
 		c.stats.l1Hits.Add(1)
-		// L1 hits are counted, not timed: reading the clock twice
-		// would cost more than the hit itself.
-		c.met.add(ctx, opGetL1Hit)
 		return payload, true, nil
 	}
 	if notTheEntry(ctx, err) {
 		return nil, false, err
 	}
-	c.stats.openFailures(TierL1).Add(1)
-	c.met.openFailed(ctx, TierL1, err)
+	c.openFailed(ctx, TierL1, err)
 	c.l1.Delete(key)
 	c.warn("l1 entry failed to open; evicted", key, err)
 	return nil, false, nil
@@ -294,13 +314,11 @@ func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []by
 		if notTheEntry(ctx, err) {
 			return nil, err
 		}
-		c.stats.openFailures(TierL2).Add(1)
-		c.met.openFailed(ctx, TierL2, err)
+		c.openFailed(ctx, TierL2, err)
 		c.warn("l2 entry failed to open", key, err)
 		return nil, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
 	}
 	c.stats.l2Hits.Add(1)
-	c.met.add(ctx, opGetL2Hit)
 	if c.l1 != nil && ttl > 0 {
 		c.admit(key, t, stored, ttl, false)
 	}
@@ -312,17 +330,14 @@ func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []by
 func (c *Client) readFailed(ctx context.Context, key string, err error) error {
 	if errors.Is(err, l2.ErrNotFound) {
 		c.stats.l2Misses.Add(1)
-		c.met.add(ctx, opGetL2Miss)
 		return ErrNotFound
 	}
 	c.stats.l2Errors.Add(1)
 	if c.degradable(ctx, err) {
 		c.stats.degraded.Add(1)
-		c.met.add(ctx, opGetL2Degraded)
 		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
 		return &MissError{Err: err}
 	}
-	c.met.add(ctx, opGetL2Err)
 	return err
 }
 

@@ -23,7 +23,10 @@ func (c *Client) InteropSet(ctx context.Context, namespace, operation string, ar
 	if err != nil {
 		return err
 	}
-	return c.SetWithTTL(ctx, key, value, ttl)
+	ctx, oc := c.begin(ctx, opInteropSet, key)
+	r, err := c.setWithTTL(ctx, key, value, ttl)
+	c.end(ctx, oc, r, err)
+	return err
 }
 
 // InteropGet decodes the value stored under the interop key of (namespace,
@@ -33,7 +36,8 @@ func (c *Client) InteropGet(ctx context.Context, namespace, operation string, ar
 	if err != nil {
 		return err
 	}
-	return c.Get(ctx, key, dst)
+	_, err = c.get(ctx, opInteropGet, key, dst, false)
+	return err
 }
 
 func (c *Client) interopKey(namespace, operation string, args []any) (string, error) {

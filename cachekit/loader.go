@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -46,40 +48,60 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // return its value without storing it (no second read, lock or write to a
 // failing Redis).
 func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
+	ctx, oc := c.begin(ctx, opGetOrLoad, key)
+	v, r, err := getOrLoad(ctx, c, key, ttl, load)
+	err, r.loaderFailed = unwrapLoader(err)
+	c.end(ctx, oc, r, err)
+	return v, err
+}
+
+func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, result, error) {
 	var zero T
 	if _, err := protocol.NormalizeTTL(ttl); err != nil {
-		return zero, err
+		return zero, result{}, err
 	}
 	var v T
+	var r result
 	var err error
 	if c.swr != nil {
-		v, err = getSWR(ctx, c, key, ttl, load)
+		v, r, err = getSWR(ctx, c, key, ttl, load)
 	} else {
-		v, err = Get[T](ctx, c, key)
+		v, r, err = getInner[T](ctx, c, key)
 	}
 	if err == nil || !loadable(err) {
-		return v, err
+		return v, r, err
 	}
 	// A read that FailOpen turned into a miss means Redis is failing: load
 	// without looking again, locking or storing, so the caller waits for
 	// one Redis operation at most, not four.
 	var me *MissError
 	degraded := errors.As(err, &me)
+	var led atomic.Bool
+	waitStart := time.Now()
 	res, err := c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
+		led.Store(true)
 		return loadAndStore(lctx, c, key, ttl, load, degraded)
 	})
+	if !led.Load() {
+		c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "single_flight"),
+			attribute.Int64("cachekit.wait_us", time.Since(waitStart).Microseconds()))
+	}
+	r = result{out: outLoaded}
+	if degraded {
+		r.out = outDegraded
+	}
 	if err != nil {
 		if c.closed.Load() && errors.Is(err, context.Canceled) {
-			return zero, ErrClosed
+			return zero, result{}, ErrClosed
 		}
-		return zero, err
+		return zero, result{}, err
 	}
 	if v, ok := res.(T); ok {
-		return v, nil
+		return v, r, nil
 	}
 	// Another caller loaded the same key as a different type: read it back
 	// as ours.
-	return Get[T](ctx, c, key)
+	return getInner[T](ctx, c, key)
 }
 
 // loadable reports whether a Get error means "load a fresh value".
@@ -91,7 +113,7 @@ func loadable(err error) bool {
 func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (any, error) {
 	if degraded {
 		c.stats.loads.Add(1)
-		v, _, err := runLoader(ctx, load, ttl)
+		v, _, err := runLoader(ctx, c, load, ttl)
 		if err != nil {
 			c.stats.loadErrors.Add(1)
 			return nil, err
@@ -100,14 +122,14 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	}
 	// A caller that missed just before the previous flight stored its value
 	// starts a new flight: look again before loading.
-	if v, err := Get[T](ctx, c, key); err == nil {
+	if v, _, err := getInner[T](ctx, c, key); err == nil {
 		return v, nil
 	} else if !loadable(err) {
 		return nil, err
 	}
 	if c.lockTTL > 0 && c.l2 != nil {
 		unlock, v, found := c.lockOrWait(ctx, key, func() (any, bool) {
-			v, err := Get[T](ctx, c, key)
+			v, _, err := getInner[T](ctx, c, key)
 			return v, err == nil
 		})
 		if found {
@@ -116,7 +138,7 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		defer unlock()
 	}
 	c.stats.loads.Add(1)
-	v, ttl, err := runLoader(ctx, load, ttl)
+	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return nil, err
@@ -124,7 +146,7 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	if c.swr != nil {
 		c.swr.record(key, c.now(), ttl, ttl)
 	}
-	if err := c.SetWithTTL(ctx, key, v, ttl); err != nil {
+	if _, err := c.setWithTTL(ctx, key, v, ttl); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, err
 		}
@@ -157,13 +179,20 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// runLoader runs load with a ctx that OverrideTTL can reach, and returns
-// its value with the TTL to store it for: ttl, or the loader's override.
-func runLoader[T any](ctx context.Context, load func(context.Context) (T, error), ttl time.Duration) (T, time.Duration, error) {
+// runLoader runs load with a ctx that OverrideTTL can reach, in the
+// loader's span, and returns its value with the TTL to store it for: ttl,
+// or the loader's override. Its error is marked as the loader's (see
+// loaderError).
+func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
+	ctx, done := c.startLoad(ctx)
+	defer func() { done(err) }() // a panic is recovered, and recorded, by the caller
 	o := new(ttlOverride)
-	v, err := load(context.WithValue(ctx, ttlOverrideKey{}, o))
+	v, err = load(context.WithValue(ctx, ttlOverrideKey{}, o))
 	if d := time.Duration(o.ttl.Load()); d != 0 {
 		ttl = d
+	}
+	if err != nil {
+		err = &loaderError{err}
 	}
 	return v, ttl, err
 }
@@ -209,6 +238,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 			})
 		}, nil, false
 	}
+	c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
 	deadline := c.now().Add(c.lockTTL)
 	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
 		select {

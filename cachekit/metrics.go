@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,11 +17,14 @@ import (
 const meterName = "github.com/cachekit-io/cachekit-go/cachekit"
 
 // meters holds the instruments, created once in New, and the attribute
-// options of every combination the Client records, built once so that
-// recording allocates nothing. A nil *meters records nothing.
+// options the Client records with, built once (the per-operation ones on
+// first use) so that recording allocates nothing. A nil *meters records
+// nothing.
 type meters struct {
 	ops         metric.Int64Counter
 	dur         metric.Float64Histogram
+	loads       metric.Int64Counter
+	loadDur     metric.Float64Histogram
 	decryptFail metric.Int64Counter
 	retries     metric.Int64Counter
 	swr         metric.Int64Counter
@@ -28,48 +32,24 @@ type meters struct {
 	brkTrans    metric.Int64Counter
 	reg         metric.Registration
 
-	opAttr         [numOpKinds][]metric.AddOption
-	durAttr        [numDurKinds][]metric.RecordOption
+	opSets         [int(numMetricOps) * int(numTiers) * int(numOutcomes) * int(numClasses)]atomic.Pointer[attrOpts]
+	loadSets       [numLoadOutcomes]attrOpts
 	failL1, failL2 [3][]metric.AddOption // by failReason
 	swrOK, swrFail []metric.AddOption
 	brkTo          [3][]metric.AddOption // by BreakerState
 }
 
-// opKind names one (op, tier, outcome) combination of cachekit.operations.
-type opKind int
-
-const (
-	opGetL1Hit opKind = iota
-	opGetL1Miss
-	opGetL2Hit
-	opGetL2Miss
-	opGetL2Err
-	opGetL2Degraded
-	opSetOK
-	opSetErr
-	opSetDegraded
-	opSetL1Rejected
-	opDelOK
-	opDelErr
-	numOpKinds
-)
-
-// opKinds lists the attributes of each opKind.
-var opKinds = [numOpKinds][3]string{
-	{"get", "l1", "hit"}, {"get", "l1", "miss"}, {"get", "l2", "hit"}, {"get", "l2", "miss"},
-	{"get", "l2", "error"}, {"get", "l2", "degraded"},
-	{"set", "l2", "ok"}, {"set", "l2", "error"}, {"set", "l2", "degraded"}, {"set", "l1", "rejected"},
-	{"delete", "l2", "ok"}, {"delete", "l2", "error"},
+// attrOpts is one attribute set as the options a counter and a histogram
+// take.
+type attrOpts struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
 }
 
-// durKind names the attributes of one cachekit.operation.duration series.
-type durKind int
-
-const (
-	durGetL2 durKind = iota
-	durSet
-	numDurKinds
-)
+func newAttrOpts(kv ...attribute.KeyValue) *attrOpts {
+	set := attribute.NewSet(kv...)
+	return &attrOpts{add: []metric.AddOption{metric.WithAttributeSet(set)}, rec: []metric.RecordOption{metric.WithAttributeSet(set)}}
+}
 
 // Decrypt/open failure reasons, as the "reason" attribute.
 const (
@@ -84,29 +64,30 @@ func addOpt(kv ...attribute.KeyValue) []metric.AddOption {
 	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
 }
 
-func recOpt(kv ...attribute.KeyValue) []metric.RecordOption {
-	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
-}
-
-func opAttrs(op, tier, outcome string) []metric.AddOption {
-	return addOpt(attribute.String("op", op), attribute.String("tier", tier), attribute.String("outcome", outcome))
-}
-
 // newMeters creates the instruments on mp; nil mp means metrics off.
 func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 	if mp == nil {
 		return nil, nil
 	}
-	m := mp.Meter(meterName)
+	m := mp.Meter(meterName, metric.WithInstrumentationVersion(moduleVersion()))
 	mt := &meters{}
 	var err error
 	if mt.ops, err = m.Int64Counter("cachekit.operations",
-		metric.WithDescription("Cache operations by op, tier and outcome")); err != nil {
+		metric.WithDescription("Public operations by op, tier, outcome and error.type")); err != nil {
 		return nil, err
 	}
 	if mt.dur, err = m.Float64Histogram("cachekit.operation.duration", metric.WithUnit("s"),
-		metric.WithDescription("Latency of Get answered by L2 (L1 hits are counted, not timed) and of Set"),
+		metric.WithDescription("Latency of public operations by op, tier, outcome and error.type"),
 		metric.WithExplicitBucketBoundaries(1e-6, 5e-6, 2e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.02, 0.1, 0.5, 2)); err != nil {
+		return nil, err
+	}
+	if mt.loads, err = m.Int64Counter("cachekit.loader.calls",
+		metric.WithDescription("Loader runs (GetOrLoad, MGetOrLoad, SWR refreshes) by outcome")); err != nil {
+		return nil, err
+	}
+	if mt.loadDur, err = m.Float64Histogram("cachekit.loader.duration", metric.WithUnit("s"),
+		metric.WithDescription("Loader run time by outcome"),
+		metric.WithExplicitBucketBoundaries(1e-4, 1e-3, 5e-3, 0.02, 0.1, 0.5, 2, 10)); err != nil {
 		return nil, err
 	}
 	if mt.decryptFail, err = m.Int64Counter("cachekit.decrypt.failures",
@@ -186,11 +167,9 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 	if err != nil {
 		return nil, err
 	}
-	for k, a := range opKinds {
-		mt.opAttr[k] = opAttrs(a[0], a[1], a[2])
+	for i, n := range loadNames {
+		mt.loadSets[i] = *newAttrOpts(attribute.String("outcome", n))
 	}
-	mt.durAttr[durGetL2] = recOpt(attribute.String("op", "get"), attribute.String("tier", "l2"))
-	mt.durAttr[durSet] = recOpt(attribute.String("op", "set"), attribute.String("tier", "l2"))
 	for i, r := range failReasons {
 		mt.failL1[i] = addOpt(attribute.String("tier", "l1"), attribute.String("reason", r))
 		mt.failL2[i] = addOpt(attribute.String("tier", "l2"), attribute.String("reason", r))
@@ -203,32 +182,46 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 	return mt, nil
 }
 
-// add counts one operation of kind k.
-func (m *meters) add(ctx context.Context, k opKind) {
-	if m != nil {
-		m.ops.Add(ctx, 1, m.opAttr[k]...)
+// recordOp counts one public operation and records its duration. Each
+// attribute combination is built the first time it is seen.
+func (m *meters) recordOp(ctx context.Context, op metricOp, tier tierIdx, out opOutcome, class errClass, d time.Duration) {
+	i := ((int(op)*int(numTiers)+int(tier))*int(numOutcomes)+int(out))*int(numClasses) + int(class)
+	a := m.opSets[i].Load()
+	if a == nil {
+		kv := []attribute.KeyValue{attribute.String("op", metricOpNames[op]), attribute.String("tier", tierNames[tier]),
+			attribute.String("outcome", outcomeNames[out])}
+		if class != classNone {
+			kv = append(kv, attribute.String("error.type", classNames[class]))
+		}
+		a = newAttrOpts(kv...)
+		m.opSets[i].Store(a)
 	}
+	m.ops.Add(ctx, 1, a.add...)
+	m.dur.Record(ctx, d.Seconds(), a.rec...)
 }
 
-// since records the latency of an operation that started at start.
-func (m *meters) since(ctx context.Context, start time.Time, k durKind) {
-	if m != nil {
-		m.dur.Record(ctx, time.Since(start).Seconds(), m.durAttr[k]...)
-	}
+// recordLoad counts one loader run and records how long it took.
+func (m *meters) recordLoad(ctx context.Context, out loadOutcome, d time.Duration) {
+	m.loads.Add(ctx, 1, m.loadSets[out].add...)
+	m.loadDur.Record(ctx, d.Seconds(), m.loadSets[out].rec...)
 }
 
-// openFailed counts an entry of tier that failed to open.
-func (m *meters) openFailed(ctx context.Context, tier Tier, err error) {
-	if m == nil {
-		return
-	}
-	r := failOther
+// failReason is the "reason" attribute of an entry that failed to open.
+func failReason(err error) int {
 	var fe *FormatError
 	switch {
 	case errors.Is(err, encryption.ErrAuthFailed):
-		r = failAuth
+		return failAuth
 	case errors.As(err, &fe):
-		r = failFormat
+		return failFormat
+	}
+	return failOther
+}
+
+// openFailed counts an entry of tier that failed to open for reason r.
+func (m *meters) openFailed(ctx context.Context, tier Tier, r int) {
+	if m == nil {
+		return
 	}
 	if tier == TierL1 {
 		m.decryptFail.Add(ctx, 1, m.failL1[r]...)
@@ -272,13 +265,4 @@ func (m *meters) close() {
 	if m != nil && m.reg != nil {
 		_ = m.reg.Unregister()
 	}
-}
-
-// startTimer returns the start of a timed operation, or the zero time when
-// metrics are off (so the hot path does not read the clock).
-func (m *meters) startTimer() time.Time {
-	if m == nil {
-		return time.Time{}
-	}
-	return time.Now()
 }

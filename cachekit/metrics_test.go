@@ -3,6 +3,7 @@ package cachekit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 		t.Fatal(err)
 	}
 	out := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		out["scope "+sm.Scope.Name+"@"+sm.Scope.Version] = 1
+	}
 	key := func(name string, s attribute.Set) string {
 		return name + "{" + s.Encoded(attribute.DefaultEncoder()) + "}"
 	}
@@ -46,6 +50,10 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 	return out
 }
 
+// TestMetricsRecorded: every public operation and the loader are counted
+// and timed once, by op, the tier that answered or took it, the outcome
+// and, for errors, the class a caller would branch on; the scope carries
+// the module's version.
 func TestMetricsRecorded(t *testing.T) {
 	_, rdb := withRedis(t)
 	reader := sdkmetric.NewManualReader()
@@ -68,21 +76,83 @@ func TestMetricsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = Get[string](bg, c, "bad")
+	if err := c.SetWithTTL(bg, "n", 5, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetBytes(bg, "n"); !errors.Is(err, ErrNotBytes) {
+		t.Fatalf("GetBytes of an int = %v, want ErrNotBytes", err)
+	}
+	_ = c.Get(bg, "k", nil) // invalid destination
+	if err := MSet(bg, c, map[string]int{"a": 1, "b": 2}); err != nil {
+		t.Fatal(err)
+	}
+	c.FlushLocal()
+	if m, err := MGet[int](bg, c, []string{"a", "b", "zz"}); err != nil || len(m) != 2 {
+		t.Fatal(m, err)
+	}
+	if ok, err := c.SetIfAbsent(bg, "a", 9, time.Minute); ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if _, err := c.Exists(bg, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TTL(bg, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Touch(bg, "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	load := func(context.Context) (string, error) { return "loaded", nil }
+	if _, err := GetOrLoad(bg, c, "fresh", load); err != nil { // loads
+		t.Fatal(err)
+	}
+	if _, err := GetOrLoad(bg, c, "fresh", load); err != nil { // L1 hit
+		t.Fatal(err)
+	}
+	boom := errors.New("upstream down")
+	if _, err := GetOrLoad(bg, c, "failing", func(context.Context) (string, error) { return "", boom }); err != boom {
+		t.Fatalf("GetOrLoad returned %v, want the loader's own error", err)
+	}
+	if _, err := MGetOrLoad(bg, c, []string{"a", "m1"}, func(_ context.Context, missing []string) (map[string]int, error) {
+		return map[string]int{"m1": 1}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Delete(bg, "k"); err != nil {
 		t.Fatal(err)
 	}
 	got := collect(t, reader)
 	want := map[string]float64{
-		"cachekit.operations{op=get,outcome=hit,tier=l1}":   3,
-		"cachekit.operations{op=get,outcome=miss,tier=l1}":  2,
-		"cachekit.operations{op=get,outcome=miss,tier=l2}":  1,
-		"cachekit.operations{op=set,outcome=ok,tier=l2}":    1,
-		"cachekit.operations{op=delete,outcome=ok,tier=l2}": 1,
-		"cachekit.operation.duration{op=set,tier=l2}":       1,
-		"cachekit.decrypt.failures{reason=auth,tier=l2}":    1,
-		"cachekit.encrypt.nonces{}":                         1,
-		"cachekit.decrypt.key_index{index=0}":               3,
-		"cachekit.breaker.state{}":                          0,
+		"cachekit.operations{op=get,outcome=hit,tier=l1}":                                       3,
+		"cachekit.operations{op=get,outcome=miss,tier=l2}":                                      1,
+		"cachekit.operations{error.type=auth_failed,op=get,outcome=error,tier=l2}":              1,
+		"cachekit.operations{error.type=invalid_argument,op=get,outcome=error,tier=l1}":         1, // GetBytes of an int (an L1 hit)
+		"cachekit.operations{error.type=invalid_argument,op=get,outcome=error,tier=none}":       1, // nil destination
+		"cachekit.operations{op=set,outcome=ok,tier=l2}":                                        2,
+		"cachekit.operations{op=mset,outcome=ok,tier=l2}":                                       1,
+		"cachekit.operations{op=mget,outcome=hit,tier=l2}":                                      1,
+		"cachekit.operations{op=set_if_absent,outcome=not_stored,tier=l2}":                      1,
+		"cachekit.operations{op=exists,outcome=ok,tier=l1}":                                     1,
+		"cachekit.operations{op=ttl,outcome=ok,tier=l2}":                                        1,
+		"cachekit.operations{op=touch,outcome=ok,tier=l2}":                                      1,
+		"cachekit.operations{op=get_or_load,outcome=loaded,tier=none}":                          1,
+		"cachekit.operations{op=get_or_load,outcome=hit,tier=l1}":                               1,
+		"cachekit.operations{error.type=loader,op=get_or_load,outcome=error,tier=none}":         1,
+		"cachekit.operations{op=mget_or_load,outcome=loaded,tier=l1}":                           1,
+		"cachekit.operations{op=delete,outcome=ok,tier=l2}":                                     1,
+		"cachekit.operation.duration{op=set,outcome=ok,tier=l2}":                                2,
+		"cachekit.operation.duration{op=get,outcome=hit,tier=l1}":                               3,
+		"cachekit.operation.duration{error.type=loader,op=get_or_load,outcome=error,tier=none}": 1,
+		"cachekit.loader.calls{outcome=ok}":                                                     2,
+		"cachekit.loader.calls{outcome=error}":                                                  1,
+		"cachekit.loader.duration{outcome=ok}":                                                  2,
+		"cachekit.decrypt.failures{reason=auth,tier=l2}":                                        1,
+		"cachekit.encrypt.nonces{}":                                                             7,
+		"cachekit.breaker.state{}":                                                              0,
+		"scope github.com/cachekit-io/cachekit-go/cachekit@" + moduleVersion():                  1,
+	}
+	if moduleVersion() == "" {
+		t.Error("the instrumentation scope has no version")
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

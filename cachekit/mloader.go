@@ -27,9 +27,17 @@ import (
 // other than an entry that fails to open (such an entry is loaded afresh).
 // Options.LockTTL's distributed lock is not taken for batch loads.
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
-	out, err := MGet[T](ctx, c, keys)
+	ctx, oc := c.beginBatch(ctx, opMGetOrLoad, len(keys))
+	out, r, err := mgetOrLoad(ctx, c, keys, loader)
+	err, r.loaderFailed = unwrapLoader(err)
+	c.end(ctx, oc, r, err)
+	return out, err
+}
+
+func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, result, error) {
+	out, r, err := mgetAs[T](ctx, c, keys)
 	if err != nil && !onlyEntryErrors(err) {
-		return nil, err
+		return nil, r, err
 	}
 	var missing []string
 	seen := make(map[string]bool, len(keys))
@@ -40,8 +48,9 @@ func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 		}
 	}
 	if len(missing) == 0 {
-		return out, nil
+		return out, r, nil
 	}
+	r.out = outLoaded
 	lead, flights, run := c.flights.claim(ctx, c.bg, c.loadTimeout, missing)
 	if len(lead) > 0 {
 		go run(func(ctx context.Context) (map[string]any, error) {
@@ -55,7 +64,7 @@ func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			for j := i; j < len(flights); j++ {
 				c.flights.leave(missing[j], flights[j])
 			}
-			return nil, ctx.Err()
+			return nil, result{}, ctx.Err()
 		case <-f.ctx.Done():
 			// Timed out or cancelled by Close, as in GetOrLoad: stop
 			// waiting even if the loader ignores its ctx.
@@ -66,26 +75,26 @@ func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 					c.flights.leave(missing[j], flights[j])
 				}
 				if c.closed.Load() {
-					return nil, ErrClosed
+					return nil, result{}, ErrClosed
 				}
-				return nil, f.ctx.Err()
+				return nil, result{}, f.ctx.Err()
 			}
 		}
 		switch {
 		case f.err == nil:
 			if v, ok := f.val.(T); ok {
 				out[missing[i]] = v
-			} else if v, err := Get[T](ctx, c, missing[i]); err == nil {
+			} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
 				out[missing[i]] = v // loaded by another caller as another type
 			}
 		case errors.Is(f.err, ErrNotFound):
 		case c.closed.Load() && errors.Is(f.err, context.Canceled):
-			return nil, ErrClosed
+			return nil, result{}, ErrClosed
 		default:
-			return nil, f.err
+			return nil, result{}, f.err
 		}
 	}
-	return out, nil
+	return out, r, nil
 }
 
 // loadBatch runs loader for keys and stores what it returned.
@@ -96,7 +105,7 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 		}
 	}()
 	c.stats.loads.Add(1)
-	vals, ttl, err := runLoader(ctx, func(ctx context.Context) (map[string]T, error) { return loader(ctx, keys) }, c.defaultTTL)
+	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, keys) }, c.defaultTTL)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return nil, err
@@ -110,7 +119,7 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 		}
 	}
 	if len(store) > 0 {
-		if err := c.MSet(ctx, store, ttl); err != nil {
+		if _, err := c.mset(ctx, store, ttl); err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil, err
 			}

@@ -16,6 +16,22 @@ import (
 // their invalidation messages when Options.Invalidation is on. Deleting a
 // key that is not cached is not an error.
 func (c *Client) Delete(ctx context.Context, keys ...string) error {
+	var oc opCall
+	if len(keys) == 1 {
+		ctx, oc = c.begin(ctx, opDelete, keys[0])
+	} else {
+		ctx, oc = c.beginBatch(ctx, opDelete, len(keys))
+	}
+	err := c.delete(ctx, keys)
+	r := result{tier: tierL1}
+	if c.l2 != nil {
+		r.tier = tierL2
+	}
+	c.end(ctx, oc, r, err)
+	return err
+}
+
+func (c *Client) delete(ctx context.Context, keys []string) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -40,9 +56,6 @@ func (c *Client) Delete(ctx context.Context, keys ...string) error {
 		}
 		if err != nil {
 			c.stats.l2Errors.Add(1)
-			c.met.add(ctx, opDelErr)
-		} else {
-			c.met.add(ctx, opDelOK)
 		}
 	}
 	for _, k := range keys {
@@ -79,6 +92,21 @@ func (c *Client) deleteL2(ctx context.Context, keys []string) error {
 // expiry, except with Options.Invalidation on, where Redis reports the
 // PEXPIRE and they drop their copies.
 func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error {
+	ctx, oc := c.begin(ctx, opTouch, key)
+	err := c.touch(ctx, key, ttl)
+	c.end(ctx, oc, c.tierAsked(), err)
+	return err
+}
+
+// tierAsked is the result of a command that asks Redis, or L1 without it.
+func (c *Client) tierAsked() result {
+	if c.l2 != nil {
+		return result{tier: tierL2}
+	}
+	return result{tier: tierL1}
+}
+
+func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -144,16 +172,23 @@ func (c *Client) FlushLocal() {
 // Exists reports whether key is cached in L1 or L2. It does not open the
 // entry.
 func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
+	ctx, oc := c.begin(ctx, opExists, key)
+	ok, r, err := c.exists(ctx, key)
+	c.end(ctx, oc, r, err)
+	return ok, err
+}
+
+func (c *Client) exists(ctx context.Context, key string) (bool, result, error) {
 	if c.closed.Load() {
-		return false, ErrClosed
+		return false, result{}, ErrClosed
 	}
 	if c.l1 != nil {
 		if _, ok := c.l1.Get(key); ok {
-			return true, nil
+			return true, result{tier: tierL1}, nil
 		}
 	}
 	if c.l2 == nil {
-		return false, nil
+		return false, result{tier: tierL1}, nil
 	}
 	var ok bool
 	err := c.rel.do(ctx, "exists", func(ctx context.Context) error {
@@ -164,13 +199,20 @@ func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		c.stats.l2Errors.Add(1)
 	}
-	return ok, err
+	return ok, result{tier: tierL2}, err
 }
 
 // TTL returns the remaining lifetime of key in L2. It returns ErrNotFound
 // for a missing key; in L1-only mode it returns ErrNotFound as well, since
 // L1 does not expose expiry times.
 func (c *Client) TTL(ctx context.Context, key string) (time.Duration, error) {
+	ctx, oc := c.begin(ctx, opTTL, key)
+	d, err := c.ttl(ctx, key)
+	c.end(ctx, oc, c.tierAsked(), err)
+	return d, err
+}
+
+func (c *Client) ttl(ctx context.Context, key string) (time.Duration, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}

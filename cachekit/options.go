@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -186,6 +187,17 @@ type Options struct {
 	// docs/production.md for the instruments). Default: nil (no metrics
 	// are recorded at all, and the hot path pays nothing).
 	MeterProvider metric.MeterProvider
+
+	// TracerProvider receives one OpenTelemetry span per public operation
+	// (cachekit.Get, cachekit.Set, cachekit.GetOrLoad, cachekit.MGet, ...)
+	// with the tier that answered, hit or miss, the value's size and the
+	// key's digest (KeyDigest; never the key or the value), events for
+	// entries that failed to open, breaker refusals, SWR refreshes and
+	// lock waits, and a cachekit.load child span around each loader run.
+	// The operation's ctx carries its span, so spans of an injected
+	// go-redis client's tracing hook (redisotel) nest under it. Default:
+	// nil (no spans, and the hot path pays one nil check).
+	TracerProvider trace.TracerProvider
 }
 
 // defaultMaxValueBytes is used when Options.MaxValueBytes is zero.

@@ -162,6 +162,9 @@ type guard struct {
 	shed    atomic.Uint64
 	refused atomic.Uint64
 	onRetry func(op string) // metrics hook, may be nil
+	// onRefuse is told of each call the open breaker refused (a span
+	// event); may be nil.
+	onRefuse func(ctx context.Context)
 	// onTransient hears every transient failure (a cluster re-reads its
 	// slot map); may be nil.
 	onTransient func()
@@ -208,6 +211,14 @@ func transferTime(n int) time.Duration {
 	return time.Duration(int64(n) * int64(time.Second) / transferRate)
 }
 
+// refuse counts a call the open breaker refused.
+func (g *guard) refuse(ctx context.Context) {
+	g.refused.Add(1)
+	if g.onRefuse != nil {
+		g.onRefuse(ctx)
+	}
+}
+
 // doSized is do for an operation that sends n bytes: its budget and each
 // attempt's grow by transferTime(n), so a large Set is not cut off by
 // deadlines sized for small values. The caller's deadline still applies.
@@ -227,7 +238,7 @@ func (g *guard) doSized(ctx context.Context, op string, n int, fn func(context.C
 		return ctx.Err() != nil || hasCallerDL && !time.Now().Before(callerDL)
 	}
 	if g.br != nil && g.br.refusing() {
-		g.refused.Add(1)
+		g.refuse(ctx)
 		return &BackendError{Op: op, Err: ErrCircuitOpen}
 	}
 	if err := g.acquire(ctx, op, deadline); err != nil {
@@ -240,7 +251,7 @@ func (g *guard) doSized(ctx context.Context, op string, n int, fn func(context.C
 		if g.br != nil {
 			var ok bool
 			if ok, probe = g.br.allow(); !ok {
-				g.refused.Add(1)
+				g.refuse(ctx)
 				return &BackendError{Op: op, Err: ErrCircuitOpen}
 			}
 		}

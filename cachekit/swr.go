@@ -210,7 +210,7 @@ func (w *swrState) done(key string, now time.Time, failed bool) {
 // getSWR is GetOrLoad's read when SWR is on: it reads like Get, learns the
 // entry's expiry from L2 when it came from there, and starts a background
 // refresh when the entry is due.
-func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
+func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, result, error) {
 	var zero, v T
 	var ver l1.Version
 	if c.l1 != nil {
@@ -218,6 +218,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 	}
 	s := getScratch()
 	payload, tier, remaining, err := c.loadTTL(ctx, s, key, true)
+	r := result{tier: tierOf(tier), size: len(payload)}
 	if err == nil {
 		if derr := c.decode(payload, &v); derr != nil {
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: derr}
@@ -225,7 +226,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 	}
 	putScratch(s)
 	if err != nil {
-		return zero, err
+		return zero, r, err
 	}
 	now := c.now()
 	if tier == TierL2 {
@@ -235,9 +236,10 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 		}
 	}
 	if c.swr.claim(key, now, ttl) {
+		c.event(ctx, "cachekit.swr_refresh")
 		c.startRefresh(ctx, key, ttl, ver, func(rctx context.Context) (any, error) { return load(rctx) })
 	}
-	return v, nil
+	return v, r, nil
 }
 
 // startRefresh reloads key in the background. It keeps ctx's values but
@@ -270,7 +272,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		}
 	}()
 	c.stats.loads.Add(1)
-	v, ttl, err := runLoader(ctx, load, ttl)
+	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return err

@@ -10,11 +10,23 @@ import (
 //	user, err := cachekit.Get[User](ctx, client, "user:42")
 func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 	var v T
-	if err := c.Get(ctx, key, &v); err != nil {
+	if _, err := c.get(ctx, opGet, key, &v, false); err != nil {
 		var zero T
 		return zero, err
 	}
 	return v, nil
+}
+
+// getInner is Get not observed on its own: a read inside another operation
+// (GetOrLoad's, MGetOrLoad's).
+func getInner[T any](ctx context.Context, c *Client, key string) (T, result, error) {
+	var v T
+	if _, r, err := c.getPayload(ctx, key, &v, false); err != nil {
+		var zero T
+		return zero, r, err
+	} else {
+		return v, r, nil
+	}
 }
 
 // GetWithTTL returns the T stored under key and how long the entry has
@@ -24,7 +36,7 @@ func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 // without one by another tool).
 func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Duration, error) {
 	var v T
-	left, err := c.get(ctx, key, &v, true)
+	left, err := c.get(ctx, opGetWithTTL, key, &v, true)
 	if err != nil {
 		var zero T
 		return zero, 0, err
@@ -44,7 +56,10 @@ func MSetWithTTL[T any](ctx context.Context, c *Client, items map[string]T, ttl 
 	for k, v := range items {
 		boxed[k] = v
 	}
-	return c.MSet(ctx, boxed, ttl)
+	ctx, oc := c.beginBatch(ctx, opMSet, len(items))
+	r, err := c.mset(ctx, boxed, ttl)
+	c.end(ctx, oc, r, err)
+	return err
 }
 
 // Typed is a view of a Client for values of one type T: the generic API
