@@ -13,6 +13,8 @@ test:
 	$(GO) test -race -count=1 $(PKGS)
 	@echo "== tests that run only without -race: allocation budgets, TinyLFU admission (sync.Pool keeps its items)"
 	$(GO) test -count=1 -run 'Alloc|Admission' $(PKGS)
+	@echo "== examples/prometheus (its own module: the exporter stays out of the library's go.mod)"
+	cd examples/prometheus && $(GO) test -race -count=1 ./...
 
 ## test-short: the fast unit tests only (no redis-server needed).
 test-short:
@@ -23,6 +25,7 @@ lint:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	cd examples/prometheus && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 fmt:
 	gofmt -w .

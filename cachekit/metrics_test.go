@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
@@ -185,6 +186,8 @@ func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
 	assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp})
 }
 
+// BenchmarkGetL1HitMetrics: an encrypted L1 hit with no provider, with
+// metrics (no-op and SDK) and with spans (recorded, and not sampled).
 func BenchmarkGetL1HitMetrics(b *testing.B) {
 	providers := []struct {
 		name string
@@ -196,6 +199,18 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 			return Options{MeterProvider: mp}
+		}},
+		// A recording tracer that exports nowhere: the cost of building
+		// and ending the span itself.
+		{"tracer-sdk", func(b *testing.B) Options {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			return Options{TracerProvider: tp}
+		}},
+		{"tracer-unsampled", func(b *testing.B) Options {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			return Options{TracerProvider: tp}
 		}},
 	}
 	for _, p := range providers {

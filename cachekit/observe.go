@@ -235,13 +235,15 @@ func (c *Client) beginBatch(ctx context.Context, op opID, n int) (_ context.Cont
 func (o *observer) begin(ctx context.Context, op opID, key string, n int) (context.Context, opCall) {
 	oc := opCall{op: op}
 	if o.tracer != nil {
-		var attr attribute.KeyValue
-		if key != "" {
-			attr = attribute.String("cachekit.key_digest", o.c.keyDigest(key))
-		} else {
-			attr = attribute.Int("cachekit.keys", n)
+		ctx, oc.span = o.tracer.Start(ctx, ops[op].span)
+		// An unsampled span costs no digest and no attributes.
+		if oc.span.IsRecording() {
+			if key != "" {
+				oc.span.SetAttributes(attribute.String("cachekit.key_digest", o.c.keyDigest(key)))
+			} else {
+				oc.span.SetAttributes(attribute.Int("cachekit.keys", n))
+			}
 		}
-		ctx, oc.span = o.tracer.Start(ctx, ops[op].span, trace.WithAttributes(attr))
 	}
 	if o.m != nil {
 		oc.start = time.Since(epoch)
@@ -277,6 +279,10 @@ func (o *observer) end(ctx context.Context, oc opCall, r result, err error) {
 		o.m.recordOp(ctx, ops[oc.op].op, tier, out, class, time.Since(epoch)-oc.start)
 	}
 	if oc.span == nil {
+		return
+	}
+	if !oc.span.IsRecording() {
+		oc.span.End()
 		return
 	}
 	shown := tierNames[tier]
