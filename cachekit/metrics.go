@@ -140,6 +140,36 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 	if err != nil {
 		return nil, err
 	}
+	invLosses, err := m.Int64ObservableCounter("cachekit.invalidation.losses",
+		metric.WithDescription("Times invalidation tracking was lost (L1 flushed and bypassed until it is back)"))
+	if err != nil {
+		return nil, err
+	}
+	invTracking, err := m.Int64ObservableGauge("cachekit.invalidation.tracking",
+		metric.WithDescription("1 while every Redis node is tracked (L1 in use), 0 while tracking is down"))
+	if err != nil {
+		return nil, err
+	}
+	invPubFail, err := m.Int64ObservableCounter("cachekit.invalidation.publish_failures",
+		metric.WithDescription("Writes whose invalidation message could not be published (the value was stored)"))
+	if err != nil {
+		return nil, err
+	}
+	refused, err := m.Int64ObservableCounter("cachekit.breaker.refused",
+		metric.WithDescription("Redis calls the open circuit breaker refused"))
+	if err != nil {
+		return nil, err
+	}
+	shed, err := m.Int64ObservableCounter("cachekit.l2.shed",
+		metric.WithDescription("Redis calls refused by backpressure (MaxInFlight)"))
+	if err != nil {
+		return nil, err
+	}
+	degraded, err := m.Int64ObservableCounter("cachekit.l2.degraded",
+		metric.WithDescription("Redis failures FailOpen absorbed (reads turned into misses, writes absorbed)"))
+	if err != nil {
+		return nil, err
+	}
 	var idxAttrs [4]metric.ObserveOption
 	for i := range idxAttrs {
 		idxAttrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("index", strconv.Itoa(i))))
@@ -158,12 +188,25 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 				o.ObserveInt64(keyIdx, int64(n), idxAttrs[i])
 			}
 		}
-		if c.rel != nil && c.rel.br != nil {
-			st, _ := c.rel.br.snapshot()
-			o.ObserveInt64(brk, int64(st))
+		if c.rel != nil {
+			rs := c.ReliabilityStats()
+			o.ObserveInt64(brk, int64(rs.Breaker))
+			o.ObserveInt64(refused, int64(rs.Refused))
+			o.ObserveInt64(shed, int64(rs.Shed))
+			o.ObserveInt64(degraded, int64(rs.Degraded))
+		}
+		if c.inv != nil {
+			is := c.InvalidationStats()
+			o.ObserveInt64(invLosses, int64(is.Losses))
+			o.ObserveInt64(invPubFail, int64(is.PublishFailures))
+			tracking := int64(0)
+			if is.Tracking {
+				tracking = 1
+			}
+			o.ObserveInt64(invTracking, tracking)
 		}
 		return nil
-	}, l1Size, l1Evict, l1Reject, nonces, keyIdx, brk)
+	}, l1Size, l1Evict, l1Reject, nonces, keyIdx, brk, invLosses, invTracking, invPubFail, refused, shed, degraded)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
@@ -231,5 +231,33 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestInvalidationAndReliabilityMetrics: tracking state, its losses and the
+// reliability counters are exported; a killed tracking connection shows as
+// a loss and tracking back at 1.
+func TestInvalidationAndReliabilityMetrics(t *testing.T) {
+	srv, raw := withRedis(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Invalidation: &Invalidation{},
+		Reliability: &Reliability{}, MeterProvider: mp})
+	waitWithin(t, 2*time.Second, func() bool { return c.InvalidationStats().Tracking })
+	got := collect(t, reader)
+	for k, v := range map[string]float64{"cachekit.invalidation.tracking{}": 1, "cachekit.invalidation.losses{}": 0,
+		"cachekit.invalidation.publish_failures{}": 0, "cachekit.breaker.refused{}": 0, "cachekit.l2.shed{}": 0,
+		"cachekit.l2.degraded{}": 0} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if err := raw.ClientKillByFilter(bg, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 2*time.Second, func() bool { return c.InvalidationStats().Losses > 0 && c.InvalidationStats().Tracking })
+	if got := collect(t, reader); got["cachekit.invalidation.losses{}"] != 1 || got["cachekit.invalidation.tracking{}"] != 1 {
+		t.Errorf("after a loss: losses %v, tracking %v; want 1, 1", got["cachekit.invalidation.losses{}"], got["cachekit.invalidation.tracking{}"])
 	}
 }
