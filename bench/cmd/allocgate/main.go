@@ -107,7 +107,9 @@ func compare(w io.Writer, old, cur map[string]*mem, tolPct, slack float64) int {
 	for _, n := range names {
 		o, ok := old[n]
 		if !ok {
-			fmt.Fprintf(w, "%-60s %18s %18s  new row (not in baseline)\n", n, "", "")
+			// Nothing gates a row the baseline lacks: add it there.
+			fmt.Fprintf(w, "%-60s %18s %18s  FAIL: not in the baseline\n", n, "", "")
+			code = 1
 			continue
 		}
 		compared++
@@ -125,7 +127,8 @@ func compare(w io.Writer, old, cur map[string]*mem, tolPct, slack float64) int {
 	}
 	for n := range old {
 		if _, ok := cur[n]; !ok {
-			fmt.Fprintf(w, "%-60s missing from the new run\n", n)
+			fmt.Fprintf(w, "%-60s FAIL: missing from the new run\n", n)
+			code = 1
 		}
 	}
 	if compared == 0 {
@@ -135,7 +138,7 @@ func compare(w io.Writer, old, cur map[string]*mem, tolPct, slack float64) int {
 	if code == 0 {
 		fmt.Fprintf(w, "allocgate: PASS (%d benchmarks, no allocation increase)\n", compared)
 	} else {
-		fmt.Fprintln(w, "allocgate: FAIL (update bench/baseline.txt in its own commit only with a reason)")
+		fmt.Fprintln(w, "allocgate: FAIL (a row allocates more, is missing, or is not in the baseline; update bench/baseline.txt in its own commit only with a reason)")
 	}
 	return code
 }

@@ -55,3 +55,22 @@ func TestNoCommonRowsFails(t *testing.T) {
 		t.Fatal("a run sharing no row with the baseline passed")
 	}
 }
+
+// TestMissingOrUnexpectedRowFails: a baseline row absent from the run, or a
+// run's row the baseline lacks, fails.
+func TestMissingOrUnexpectedRowFails(t *testing.T) {
+	lines := strings.Split(baseRun, "\n")
+	var cur []string
+	for _, l := range lines {
+		if !strings.Contains(l, "struct/100B") {
+			cur = append(cur, l)
+		}
+	}
+	if code, out := gate(t, strings.Join(cur, "\n")); code != 1 || !strings.Contains(out, "missing from the new run") {
+		t.Fatalf("struct row missing: exit %d\n%s", code, out)
+	}
+	extra := baseRun + "BenchmarkCachekit/L1Hit/encrypted/new/100B-2 1000 900 ns/op 0 B/op 0 allocs/op\n"
+	if code, out := gate(t, extra); code != 1 || !strings.Contains(out, "not in the baseline") {
+		t.Fatalf("new row: exit %d\n%s", code, out)
+	}
+}

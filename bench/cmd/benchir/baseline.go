@@ -79,7 +79,10 @@ func report(w io.Writer, results []result, base *baseline) int {
 		}
 		want, ok := base.Workloads[r.name]
 		if !ok || want <= 0 {
-			fmt.Fprintf(w, "%-28s %12s %8s  %12s %8s  NEW (not in baseline)\n", "", "", "", "-", "-")
+			// A row the baseline does not know is not gated by anything:
+			// add it to the baseline (-update) in its own commit.
+			fmt.Fprintf(w, "%-28s %12s %8s  %12s %8s  FAIL: not in the baseline (run -update)\n", "", "", "", "-", "-")
+			code = 1
 			continue
 		}
 		delta := (r.median - want) / want * 100
@@ -92,23 +95,29 @@ func report(w io.Writer, results []result, base *baseline) int {
 	if base != nil {
 		for name := range base.Workloads {
 			if !hasResult(results, name) {
-				fmt.Fprintf(w, "%-28s missing from this run (baseline %.1f)\n", name, base.Workloads[name])
+				fmt.Fprintf(w, "%-28s FAIL: missing from this run (baseline %.1f)\n", name, base.Workloads[name])
+				code = 1
 			}
 		}
 		if code == 0 {
 			fmt.Fprintln(w, "bench-ir: PASS")
 		} else {
-			fmt.Fprintf(w, "bench-ir: FAIL (a workload is more than +%.0f%% over its baseline)\n", failPct)
+			fmt.Fprintf(w, "bench-ir: FAIL (a workload is over its limit, missing, not in the baseline, or too noisy to gate)\n")
 		}
 	}
 	return code
 }
 
 // verdict classifies a change of delta percent measured with an A/A
-// spread of spread percent.
+// spread of spread percent. A noisy row (spread above spreadPct) may exceed
+// failPct by its spread, but by maxSlackPct at most; a row noisier than
+// maxSpreadPct cannot be gated and fails.
 func verdict(delta, spread float64) string {
+	if spread > maxSpreadPct {
+		return "INCONCLUSIVE+FAIL"
+	}
 	if spread > spreadPct {
-		if delta > failPct+spread {
+		if delta > failPct+min(spread, maxSlackPct) {
 			return "INCONCLUSIVE+FAIL"
 		}
 		return "INCONCLUSIVE"

@@ -21,6 +21,9 @@ func TestVerdict(t *testing.T) {
 		{0, 0.51, "INCONCLUSIVE"},
 		{2.5, 0.6, "INCONCLUSIVE"},
 		{2.61, 0.6, "INCONCLUSIVE+FAIL"},
+		{2.9, 2.5, "INCONCLUSIVE"},       // slack capped at 1 point: limit 3%
+		{3.01, 2.5, "INCONCLUSIVE+FAIL"}, // not 4.5%
+		{0, 3.1, "INCONCLUSIVE+FAIL"},    // too noisy to gate at all
 	}
 	for _, c := range cases {
 		if got := verdict(c.delta, c.spread); got != c.want {
@@ -68,5 +71,22 @@ func TestReportFailsOnRegression(t *testing.T) {
 	bad := []result{{name: "A", runs: []float64{1030}, median: 1030}, {name: "B", runs: []float64{1000}, median: 1000}}
 	if code := report(&sb, bad, base); code != 1 || !strings.Contains(sb.String(), "FAIL") {
 		t.Fatalf("+3%%: exit %d\n%s", code, sb.String())
+	}
+}
+
+// TestReportFailsOnMissingOrUnexpectedRows: a baseline workload absent from
+// the run, or a run's workload absent from the baseline, fails the gate.
+func TestReportFailsOnMissingOrUnexpectedRows(t *testing.T) {
+	base := &baseline{Workloads: map[string]float64{"A": 1000, "B": 1000}}
+	var sb strings.Builder
+	missing := []result{{name: "A", runs: []float64{1000}, median: 1000}}
+	if code := report(&sb, missing, base); code != 1 || !strings.Contains(sb.String(), "missing from this run") {
+		t.Fatalf("B missing: exit %d\n%s", code, sb.String())
+	}
+	sb.Reset()
+	extra := []result{{name: "A", runs: []float64{1000}, median: 1000}, {name: "B", runs: []float64{1000}, median: 1000},
+		{name: "C", runs: []float64{5000}, median: 5000}}
+	if code := report(&sb, extra, base); code != 1 || !strings.Contains(sb.String(), "not in the baseline") {
+		t.Fatalf("C unexpected: exit %d\n%s", code, sb.String())
 	}
 }
