@@ -392,17 +392,6 @@ func (g *guard) stop() {
 	g.wg.Wait()
 }
 
-// degradable reports whether a failed L2 call may be degraded under
-// FailOpen: a backend failure (not the caller's own cancellation, not a
-// closed client).
-func (c *Client) degradable(ctx context.Context, err error) bool {
-	if c.rel == nil || !c.rel.cfg.FailOpen || ctx.Err() != nil {
-		return false
-	}
-	var be *BackendError
-	return errors.As(err, &be)
-}
-
 // MissError is what a read returns when FailOpen turned a Redis failure
 // into a miss: errors.Is(err, ErrNotFound) holds (so GetOrLoad loads and
 // callers that treat "not found" as "compute it" keep working), and

@@ -1,0 +1,50 @@
+package cachekit
+
+// Values stored from a []byte, read back without msgpack's copy.
+
+import (
+	"context"
+
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
+)
+
+// AppendValue appends the []byte value stored under key to dst and returns
+// the extended slice. With encryption on and an L1 hit it allocates nothing
+// when dst has room. The value must have been stored from a []byte
+// (otherwise ErrNotBytes).
+func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	return c.appendValue(ctx, opAppendValue, dst, key)
+}
+
+// appendValue is AppendValue observed as op.
+func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key string) ([]byte, error) {
+	ctx, oc := c.begin(ctx, op, key)
+	s := getScratch()
+	// The remaining TTL is needed only to bound an L1 backfill: without L1
+	// a plain GET saves Redis a PTTL per read.
+	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
+	r := result{tier: tierOf(tier), size: len(payload)}
+	if err == nil {
+		var raw []byte
+		if raw, err = binPayload(payload); err != nil {
+			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+		} else {
+			dst = chunked.Append(dst, raw)
+		}
+	}
+	putScratch(s)
+	c.end(ctx, oc, r, err)
+	return dst, err
+}
+
+// GetBytes returns a copy of the []byte value stored under key.
+func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
+	out, err := c.appendValue(ctx, opGetBytes, nil, key)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, nil
+}

@@ -1,0 +1,186 @@
+package cachekit
+
+// An entry is what both tiers store: the msgpack payload, in the
+// ByteStorage envelope when compression is on, sealed with AES-256-GCM under
+// an AAD binding tenant, full key, format and compressed flag when
+// encryption is on. seal and open are the only ways in and out.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/protocol"
+)
+
+// sealValue checks key, encodes value and seals it into a fresh slice.
+func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	// A large []byte or string takes its slot before its copy into the
+	// payload; any other value once its encoded size is known.
+	held, err := c.enterLarge(ctx, encodedLenHint(value))
+	if err != nil {
+		return nil, err
+	}
+	defer c.leaveLarge(held)
+	s := getScratch()
+	defer putScratch(s)
+	payload, err := c.encode(s, value)
+	if err != nil {
+		return nil, err
+	}
+	if held {
+		return c.seal(ctx, s, key, payload)
+	}
+	return c.sealBounded(ctx, s, key, payload)
+}
+
+// seal turns a msgpack payload into the bytes both tiers store, in a fresh
+// slice that L1 may keep. A large compressed payload is sealed in place:
+// its envelope is written NonceSize bytes into the buffer the entry will
+// be and encrypted where it lies, so a 64 MiB Set allocates the payload
+// and the entry, about twice the value, not three times.
+func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byte) ([]byte, error) {
+	if c.enc == nil {
+		body := payload
+		if c.compressed {
+			var err error
+			if s.plain, err = protocol.SealEnvelope(s.plain[:0], payload, protocol.FormatMsgpack); err != nil {
+				return nil, err
+			}
+			body = s.plain
+		}
+		return chunked.Append(make([]byte, 0, len(body)), body), nil
+	}
+	aad, err := c.appendAAD(s, key)
+	if err != nil {
+		return nil, err
+	}
+	body, dst := payload, []byte(nil)
+	switch {
+	case c.compressed && len(payload) >= LargeValueBytes:
+		buf := make([]byte, encryption.NonceSize, encryption.NonceSize+protocol.SealEnvelopeBound(len(payload))+encryption.TagSize)
+		env, err := protocol.SealEnvelope(buf, payload, protocol.FormatMsgpack)
+		if err != nil {
+			return nil, err
+		}
+		body, dst = env[encryption.NonceSize:], buf[:0]
+	case c.compressed:
+		if s.plain, err = protocol.SealEnvelope(s.plain[:0], payload, protocol.FormatMsgpack); err != nil {
+			return nil, err
+		}
+		body = s.plain
+	}
+	if dst == nil {
+		dst = make([]byte, 0, len(body)+encryption.Overhead)
+	}
+	out, d, err := c.enc.EncryptNow(dst, body, aad)
+	if d != nil {
+		out, err = d.Wait(ctx)
+	}
+	if err != nil {
+		chunked.Clear(body) // an envelope sealed in place holds plaintext
+		return nil, c.mapErr(err)
+	}
+	// A large value that compressed well leaves most of its buffer
+	// unused; L1 would keep all of it for as long as it keeps the entry.
+	if cap(out)-len(out) > len(out)/8 {
+		out = chunked.Append(make([]byte, 0, len(out)), out)
+	}
+	return out, nil
+}
+
+// open authenticates and unwraps stored bytes into the msgpack payload. The
+// container is the one this Client is configured for; it never guesses.
+func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	// An entry too large to hold a value within MaxValueBytes (the bound
+	// allows LZ4's worst-case growth, the envelope and the AEAD overhead)
+	// is refused before it is decrypted into a buffer of its size.
+	if len(stored) > c.maxEntry {
+		return nil, &FormatError{Op: "entry", Reason: "larger than MaxValueBytes allows", Err: protocol.ErrTooLarge}
+	}
+	body := stored
+	if c.enc != nil {
+		aad, err := c.appendAAD(s, key)
+		if err != nil {
+			return nil, err
+		}
+		var d *encryption.Deferred
+		s.plain, d, err = c.enc.DecryptNow(s.plain[:0], stored, aad)
+		if d != nil {
+			s.plain, err = d.Wait(ctx)
+		}
+		if err != nil {
+			return nil, c.openErr(err)
+		}
+		body = s.plain
+	}
+	if c.compressed {
+		var err error
+		if s.value, err = protocol.OpenEnvelopeMax(s.value[:0], body, c.maxValue); err != nil {
+			return nil, err
+		}
+		body = s.value
+	}
+	if err := protocol.CheckMsgpack(body, c.limits); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// appendAAD builds the AAD v0x03 for key into s.aad: tenant, the full Redis
+// key (prefix included), format "msgpack" and the compressed flag. The
+// shared components were validated in New; only key is checked here.
+func (c *Client) appendAAD(s *scratch, key string) ([]byte, error) {
+	if c.aadErr != nil {
+		return s.aad[:0], c.aadErr
+	}
+	var err error
+	s.aad, err = c.aad.Append(s.aad[:0], key)
+	return s.aad, err
+}
+
+// notTheEntry reports whether an open failed for a reason that says nothing
+// about the entry: the Client closed, the caller gave up, or the keys could
+// not be derived (a KeyProvider that failed, or returned keys the keyring
+// refuses). Such an entry is neither evicted nor counted nor reloaded over.
+func notTheEntry(ctx context.Context, err error) bool {
+	var pe *ProviderError
+	return errors.Is(err, ErrClosed) || ctx.Err() != nil || errors.As(err, &pe) ||
+		errors.Is(err, encryption.ErrInvalidConfig)
+}
+
+// maxEntryOverhead bounds what an entry adds to its value: the envelope's
+// header and LZ4's fixed worst-case growth, and the AEAD's nonce and tag.
+const maxEntryOverhead = 256 + encryption.Overhead
+
+// openErr classifies a decryption failure: ErrClosed for a closed
+// encryptor, and an entry too short to hold a nonce and a tag (an
+// *encryption.FormatError) as what it is to a caller, an entry that does not
+// authenticate: it matches ErrAuthFailed and keeps the length detail.
+func (c *Client) openErr(err error) error {
+	var fe *encryption.FormatError
+	if errors.As(err, &fe) {
+		return &unauthenticatedError{err}
+	}
+	return c.mapErr(err)
+}
+
+// unauthenticatedError is ErrAuthFailed with the reason it could not even
+// be tried.
+type unauthenticatedError struct{ err error }
+
+func (e *unauthenticatedError) Error() string { return ErrAuthFailed.Error() + ": " + e.err.Error() }
+
+func (e *unauthenticatedError) Unwrap() []error { return []error{ErrAuthFailed, e.err} }
+
+// mapErr turns the encryption package's closed error into ErrClosed.
+func (c *Client) mapErr(err error) error {
+	if errors.Is(err, encryption.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
