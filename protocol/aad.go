@@ -61,6 +61,9 @@ func compressedToken(compressed bool) string {
 
 // AADLen returns the number of bytes AppendAAD appends for these inputs
 // (the four-component form), whether or not the inputs are valid.
+//
+// In this module only AppendAAD calls it; it is exported so a caller can
+// size a buffer for one AAD before building it.
 func AADLen(tenant, cacheKey, format string, compressed bool) int {
 	return 1 + 4*aadLenPrefix + len(tenant) + len(cacheKey) + len(format) +
 		len(compressedToken(compressed))
@@ -108,6 +111,10 @@ func AppendAAD(dst []byte, tenant, cacheKey, format string, compressed bool) ([]
 // mode never uses it. originalType must be non-empty valid UTF-8; the other
 // rules and the error behaviour are those of AppendAAD. It does not allocate
 // when dst has enough spare capacity.
+//
+// No code in this module writes it: the Client never writes auto-mode
+// entries. It is exported so the protocol vectors' five-component rows are
+// checked byte for byte and a tool can open cachekit-py auto-mode entries.
 func AppendAADWithType(dst []byte, tenant, cacheKey, format string, compressed bool, originalType string) ([]byte, error) {
 	if err := checkAADInputs(tenant, cacheKey, format); err != nil {
 		return dst, err
@@ -215,6 +222,10 @@ func appendAADComponent(dst []byte, s string) []byte {
 // the joined string, so a client with a key prefix still builds its AAD
 // without allocating. Each part must be valid UTF-8 on its own and the
 // joined key must not be empty.
+//
+// The Client builds its AADs with AADTemplate, this function precomputed;
+// AppendAADKey is the reference the template is tested against, and the
+// one-off form for callers that build a single AAD.
 func AppendAADKey(dst []byte, tenant, keyPrefix, key, format string, compressed bool) ([]byte, error) {
 	if keyPrefix == "" {
 		return AppendAAD(dst, tenant, key, format, compressed)

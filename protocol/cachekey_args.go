@@ -36,6 +36,9 @@ const keyCanonicalNaN = 0x7ff8000000000000
 // ArgsHash returns the Blake2b-256 digest of the document AppendKeyArgs
 // builds for args and kwargs: the 32 bytes an auto-mode key carries, as 64
 // lowercase hex characters, in its args: segment.
+//
+// In this module GenerateKey calls it (cachekit.AutoKey); it is exported so
+// the cache-key vectors check each step on its own.
 func ArgsHash(args []any, kwargs map[string]any) ([32]byte, error) {
 	bp := keyArgsPool.Get().(*[]byte)
 	doc, err := AppendKeyArgs((*bp)[:0], args, kwargs)
@@ -75,6 +78,9 @@ func ArgsHash(args []any, kwargs map[string]any) ([32]byte, error) {
 //     Go counterpart of the UUID, Path and Decimal rules;
 //   - pointers are followed; structs, channels, functions, complex numbers
 //     and uintptr fail with ErrUnsupported.
+//
+// In this module ArgsHash calls it (for GenerateKey, which cachekit.AutoKey
+// uses); it is exported so the cache-key vectors check the document itself.
 func AppendKeyArgs(dst []byte, args []any, kwargs map[string]any) ([]byte, error) {
 	b := append(dst, 0x92)
 	b, err := appendKeyArgList(b, args, 1)

@@ -35,6 +35,10 @@ const serializerObjectMarker = "<custom>:"
 // cachekit-py accepts, "std" for "default" and "pythonic" for "auto", so a
 // cachekit-go key for a given configuration ends like cachekit-py's.
 // ("standard", which cachekit-py's cache rejects, is not an alias.)
+//
+// In this module SerializerCode calls it (for GenerateKey, which
+// cachekit.AutoKey uses); it is exported so the cache-key vectors check
+// each step on its own.
 func CanonicalSerializer(identity string) string {
 	switch identity {
 	case "std":
@@ -51,6 +55,9 @@ func CanonicalSerializer(identity string) string {
 // identity's 2-byte Blake2b digest. An empty or non-UTF-8 identity is an
 // error, never a default code: a fallback code would key entries nothing
 // wrote.
+//
+// In this module GenerateKey calls it (cachekit.AutoKey); it is exported so
+// the cache-key vectors check each step on its own.
 func SerializerCode(identity string) (string, error) {
 	if identity == "" {
 		return "", formatErr(opCacheKey, ErrInvalidKey, "serializer identity is empty")
@@ -90,6 +97,10 @@ func SerializerCode(identity string) (string, error) {
 // always share an identity, and nothing process-local enters it. nil, values
 // of predeclared types (bool, int, float64, ...) and values of unnamed types
 // are errors: they name no serializer.
+//
+// No code in this module calls it: cachekit.AutoKey takes a serializer
+// name. It is exported for callers configured with a serializer value, and
+// the cache-key vectors that name one check it.
 func SerializerIdentity(serializer any) (string, error) {
 	if s, ok := serializer.(string); ok {
 		if s == "" {

@@ -76,6 +76,9 @@ var (
 // argument array [args[0], args[1], ...] in the argument profile, the input
 // of an interop/v1 args_hash. On error it returns dst unchanged (by length)
 // and an error wrapping ErrUnsupported or ErrTooLarge.
+//
+// In this module InteropKey calls it; it is exported so the interop/v1
+// vectors check the canonical bytes themselves, not only their hash.
 func AppendCanonicalArgs(dst []byte, args ...any) ([]byte, error) {
 	e := canonicalEncoder{collapse: true, base: len(dst)}
 	if len(args) > maxMsgpackLen {
