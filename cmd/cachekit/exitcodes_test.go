@@ -10,15 +10,15 @@ import (
 func TestExitCodes(t *testing.T) {
 	s := newStack(t)
 	sec := s.with("CACHEKIT_MASTER_KEY=" + testKeyHex)
-	tool(t, sec, "set", "acct:1", `{"n":1}`, "--secure", "--tenant", "acme").want(t, exitOK)
-	tool(t, s.env, "set", "plain:1", `{"n":1}`).want(t, exitOK)
+	toolBin(t, sec, "set", "acct:1", `{"n":1}`, "--secure", "--tenant", "acme").want(t, exitOK)
+	toolBin(t, s.env, "set", "plain:1", `{"n":1}`).want(t, exitOK)
 
 	t.Run("0_ok", func(t *testing.T) {
-		tool(t, sec, "get", "acct:1", "--secure", "--tenant", "acme").want(t, exitOK)
-		tool(t, nil, "keygen").want(t, exitOK)
+		toolBin(t, sec, "get", "acct:1", "--secure", "--tenant", "acme").want(t, exitOK)
+		toolBin(t, nil, "keygen").want(t, exitOK)
 		// The key variable alone never turns encryption on.
-		tool(t, sec, "get", "plain:1").want(t, exitOK)
-		tool(t, nil, "key", "--namespace", "users", "--operation", "get_user", "--args", "[42]").want(t, exitOK)
+		toolBin(t, sec, "get", "plain:1").want(t, exitOK)
+		toolBin(t, nil, "key", "--namespace", "users", "--operation", "get_user", "--args", "[42]").want(t, exitOK)
 	})
 
 	t.Run("1_not_found", func(t *testing.T) {
@@ -27,7 +27,7 @@ func TestExitCodes(t *testing.T) {
 			{"del", "missing"}, {"exists", "missing"}, {"ttl", "missing"},
 			{"get", "acct:1", "--prefix", "other:"},
 		} {
-			tool(t, sec, args...).want(t, exitNotFound)
+			toolBin(t, sec, args...).want(t, exitNotFound)
 		}
 	})
 
@@ -67,7 +67,7 @@ func TestExitCodes(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				tool(t, append(s.with(), c.env...), c.args...).want(t, exitUsage)
+				toolBin(t, append(s.with(), c.env...), c.args...).want(t, exitUsage)
 			})
 		}
 	})
@@ -77,23 +77,23 @@ func TestExitCodes(t *testing.T) {
 		b := s.raw(t, "acct:1")
 		b[len(b)/2] ^= 0x01
 		s.put(t, "acct:tampered", b)
-		r := tool(t, sec, "get", "acct:tampered", "--secure", "--tenant", "acme").want(t, exitIntegrity)
+		r := toolBin(t, sec, "get", "acct:tampered", "--secure", "--tenant", "acme").want(t, exitIntegrity)
 		if !strings.Contains(r.stderr, "does not authenticate") {
 			t.Fatalf("stderr %q does not say the entry failed to authenticate", r.stderr)
 		}
 		// Wrong key, wrong tenant, moved to another key, read without --secure.
 		wrongKey := s.with("CACHEKIT_MASTER_KEY=" + otherKeyHex)
-		tool(t, wrongKey, "get", "acct:1", "--secure", "--tenant", "acme").want(t, exitIntegrity)
-		tool(t, sec, "get", "acct:1", "--secure", "--tenant", "other").want(t, exitIntegrity)
-		tool(t, sec, "get", "acct:1", "--secure").want(t, exitIntegrity)
+		toolBin(t, wrongKey, "get", "acct:1", "--secure", "--tenant", "acme").want(t, exitIntegrity)
+		toolBin(t, sec, "get", "acct:1", "--secure", "--tenant", "other").want(t, exitIntegrity)
+		toolBin(t, sec, "get", "acct:1", "--secure").want(t, exitIntegrity)
 		s.put(t, "acct:moved", s.raw(t, "acct:1"))
-		tool(t, sec, "get", "acct:moved", "--secure", "--tenant", "acme").want(t, exitIntegrity)
-		tool(t, sec, "get", "acct:1").want(t, exitIntegrity)
+		toolBin(t, sec, "get", "acct:moved", "--secure", "--tenant", "acme").want(t, exitIntegrity)
+		toolBin(t, sec, "get", "acct:1").want(t, exitIntegrity)
 		// A plaintext entry never reads through a --secure reader.
-		tool(t, sec, "get", "plain:1", "--secure").want(t, exitIntegrity)
+		toolBin(t, sec, "get", "plain:1", "--secure").want(t, exitIntegrity)
 		// A value that is not a CacheKit entry at all.
 		s.put(t, "foreign:1", []byte("hello"))
-		tool(t, s.env, "get", "foreign:1").want(t, exitIntegrity)
+		toolBin(t, s.env, "get", "foreign:1").want(t, exitIntegrity)
 	})
 
 	t.Run("4_unavailable", func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestExitCodes(t *testing.T) {
 			{"get", "a"}, {"set", "a", "1"}, {"del", "a"}, {"exists", "a"}, {"ttl", "a"},
 			{"inspect", "a", "--secure"}, {"get", "a", "--secure", "--interop"},
 		} {
-			r := tool(t, env, args...).want(t, exitUnavailable)
+			r := toolBin(t, env, args...).want(t, exitUnavailable)
 			if !strings.Contains(r.stderr, "redis unavailable") {
 				t.Fatalf("%v: stderr %q", args, r.stderr)
 			}
@@ -117,7 +117,7 @@ func TestExitCodes(t *testing.T) {
 // 0, prints to stdout and carries examples.
 func TestUsageText(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
-		r := tool(t, nil, args...).want(t, exitOK)
+		r := toolBin(t, nil, args...).want(t, exitOK)
 		for _, c := range commands {
 			if !strings.Contains(r.stdout, "  "+c.name+" ") {
 				t.Fatalf("%v: command %s missing from usage", args, c.name)
@@ -129,7 +129,7 @@ func TestUsageText(t *testing.T) {
 	}
 	for _, c := range commands {
 		for _, args := range [][]string{{c.name, "-h"}, {"help", c.name}, {c.name, "x", "--help"}} {
-			r := tool(t, nil, args...).want(t, exitOK)
+			r := toolBin(t, nil, args...).want(t, exitOK)
 			if !strings.HasPrefix(r.stdout, "Usage: cachekit "+c.name) || !strings.Contains(r.stdout, "Examples:\n  cachekit") {
 				t.Fatalf("%v: usage text %q", args, r.stdout)
 			}

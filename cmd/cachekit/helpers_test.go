@@ -52,8 +52,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// tool runs the built binary with args and an environment made only of the
-// process's non-CacheKit variables plus env ("NAME=value" pairs).
+// tool runs one command line in-process, through run, with an environment
+// made only of env ("NAME=value" pairs): what main does, minus os.Exit.
 func tool(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	return toolStdin(t, env, "", args...)
@@ -61,6 +61,29 @@ func tool(t *testing.T, env []string, args ...string) result {
 
 func toolStdin(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
+	code, out, errOut := runWith(env, stdin, args...)
+	return result{code: code, stdout: out, stderr: errOut}
+}
+
+// runWith runs one command line in-process with env (KEY=VALUE pairs) and
+// stdin, and returns its exit code, stdout and stderr.
+func runWith(env []string, stdin string, args ...string) (int, string, string) {
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	var out, errb bytes.Buffer
+	code := run(args, func(k string) string { return vars[k] }, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// toolBin runs the built binary with args and an environment made only of
+// the process's non-CacheKit variables plus env: the exit-code tests use it
+// to check what a shell sees.
+func toolBin(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	stdin := ""
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)

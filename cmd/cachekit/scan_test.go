@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,16 +16,7 @@ import (
 )
 
 // runIn runs one command line in-process with env (KEY=VALUE pairs).
-func runIn(envv []string, args ...string) (int, string, string) {
-	m := map[string]string{}
-	for _, kv := range envv {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
-	var out, errb bytes.Buffer
-	code := run(args, func(k string) string { return m[k] }, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
+func runIn(envv []string, args ...string) (int, string, string) { return runWith(envv, "", args...) }
 
 // TestScan: scan lists exactly the entries matching the pattern, under
 // the prefix, with their mode, keyring entry, size and TTL; --summary
