@@ -4,6 +4,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/lz4block"
 )
 
 // Limits of the ByteStorage envelope. Every reader and writer enforces all
@@ -190,7 +191,7 @@ func openEnvelope(dst, env []byte, lim envelopeLimits) ([]byte, error) {
 	if overlaps(out, env) {
 		return dst[:start], envelopeErr(ErrMalformed, "env overlaps dst's spare capacity")
 	}
-	n, err := uncompressBlock(src, out)
+	n, err := lz4block.Decompress(src, out)
 	if err != nil {
 		chunked.Clear(out)
 		return dst[:start], envelopeErr(ErrMalformed, reasonBadBlock)

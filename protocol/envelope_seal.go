@@ -8,6 +8,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/lz4block"
 )
 
 // This file holds the writing half of the ByteStorage envelope codec. The
@@ -71,18 +72,18 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	// block down if the real length needs a shorter header.
 	reserved := 1 + binHeaderLen(lzBound)
 	// Originals up to 64 KiB, nearly every cached value, go through the
-	// compressor sized for them (lz4_compress.go); larger ones through
+	// compressor sized for them (lz4block.Compress); larger ones through
 	// pierrec's, unless their first 64 KiB do not compress: pierrec ends
 	// an incompressible input with one memmove of all of it (about 50 ms
-	// the runtime cannot preempt for 64 MiB), so those are written here as
-	// a literals-only block, copied in pieces.
+	// the runtime cannot preempt for 64 MiB), so those are written as a
+	// literals-only block, copied in pieces (lz4block.PutLiterals).
 	var m int
 	var err error
 	switch {
-	case len(original) <= lz4SmallMax:
-		m = lz4CompressSmall(work[reserved:reserved+lzBound], original)
+	case len(original) <= lz4block.MaxCompressLen:
+		m = lz4block.Compress(work[reserved:reserved+lzBound], original)
 	case incompressible(work[reserved:reserved+lzBound], original):
-		m = putLiteralBlock(work[reserved:reserved+lzBound], original)
+		m = lz4block.PutLiterals(work[reserved:reserved+lzBound], original)
 	default:
 		c := compressors.Get().(*lz4.Compressor)
 		m, err = c.CompressBlock(original, work[reserved:reserved+lzBound])
@@ -114,34 +115,13 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 	return out, nil
 }
 
-// incompressible reports whether src's first lz4SmallMax bytes shrink by
-// less than 1/64 under the small compressor; scratch (at least
-// CompressBlockBound(lz4SmallMax) bytes) receives the trial block.
+// incompressible reports whether src's first lz4block.MaxCompressLen bytes
+// shrink by less than 1/64 under lz4block.Compress; scratch (at least
+// CompressBlockBound(lz4block.MaxCompressLen) bytes) receives the trial
+// block.
 func incompressible(scratch, src []byte) bool {
-	probe := src[:lz4SmallMax]
-	return lz4CompressSmall(scratch, probe) > len(probe)-len(probe)/64
-}
-
-// putLiteralBlock writes src as one LZ4 sequence of literals into dst
-// (CompressBlockBound(len(src)) bytes) and returns its length.
-func putLiteralBlock(dst, src []byte) int {
-	n := len(src)
-	if n < lz4RunMask {
-		dst[0] = byte(n << 4)
-		return 1 + copy(dst[1:], src)
-	}
-	dst[0] = lz4RunMask << 4
-	i := 1
-	for rest := n - lz4RunMask; ; rest -= 255 {
-		if rest < 255 {
-			dst[i] = byte(rest)
-			i++
-			break
-		}
-		dst[i] = 255
-		i++
-	}
-	return i + chunked.Copy(dst[i:], src)
+	probe := src[:lz4block.MaxCompressLen]
+	return lz4block.Compress(scratch, probe) > len(probe)-len(probe)/64
 }
 
 // appendEnvelopeFields encodes given fields canonically. The writer checks

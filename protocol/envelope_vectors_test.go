@@ -91,7 +91,7 @@ func wantEnvelopeErr(t testing.TB, err, cause error, reason string) {
 // whose pinned block came from a compressor it does not match. LZ4 output
 // is not canonical, so such rows are checked by encoding the vector's own
 // fields; the pin is a tripwire that fails if the compressor drifts. Since
-// the small-input compressor (lz4_compress.go) every row matches byte for
+// the small-input compressor (internal/lz4block) every row matches byte for
 // byte, so the map is empty.
 var lz4Divergent = map[string]string{}
 

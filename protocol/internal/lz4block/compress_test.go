@@ -1,11 +1,13 @@
-package protocol
+package lz4block
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
@@ -77,14 +79,15 @@ func lz4Prose(rng *rand.Rand, n int) []byte {
 	return b.Bytes()[:n]
 }
 
-// lz4Stats records which token-length boundaries a set of blocks exercised.
+// lz4Stats records which token-length boundaries, and which match offsets,
+// a set of blocks exercised.
 type lz4Stats struct {
-	lits, matches map[int]bool
-	matchCount    int
+	lits, matches, offsets map[int]bool
+	matchCount             int
 }
 
 func newLZ4Stats() *lz4Stats {
-	return &lz4Stats{lits: map[int]bool{}, matches: map[int]bool{}}
+	return &lz4Stats{lits: map[int]bool{}, matches: map[int]bool{}, offsets: map[int]bool{}}
 }
 
 // The block format's end-of-block rules, restated here rather than taken
@@ -101,7 +104,8 @@ const (
 // at least 4 and an offset in 1..65535 reaching only produced bytes, starts
 // at least 12 bytes before the end and ends at least 5 bytes before it, the
 // block ends with a literals-only sequence, and an input shorter than 13
-// bytes is literals only. st, when not nil, records the lengths seen.
+// bytes is literals only. st, when not nil, records the lengths and
+// offsets seen.
 func checkLZ4Block(block, want []byte, st *lz4Stats) error {
 	n := len(want)
 	out := make([]byte, 0, n)
@@ -181,6 +185,7 @@ func checkLZ4Block(block, want []byte, st *lz4Stats) error {
 		}
 		if st != nil {
 			st.matches[ml] = true
+			st.offsets[off] = true
 			st.matchCount++
 		}
 	}
@@ -190,7 +195,7 @@ func checkLZ4Block(block, want []byte, st *lz4Stats) error {
 	return nil
 }
 
-// checkLZ4Compress compresses in with lz4CompressSmall and fails unless the
+// checkLZ4Compress compresses in with Compress and fails unless the
 // block fits the bound, nothing past it was written, and it passes
 // checkLZ4Block and decodes back through pierrec's decoder. It returns the
 // block.
@@ -198,7 +203,7 @@ func checkLZ4Compress(t testing.TB, in []byte, st *lz4Stats) []byte {
 	t.Helper()
 	bound := lz4.CompressBlockBound(len(in))
 	dst := bytes.Repeat([]byte{0xa5}, bound)
-	m := lz4CompressSmall(dst, in)
+	m := Compress(dst, in)
 	if m <= 0 || m > bound {
 		t.Fatalf("%d-byte input: block of %d bytes, bound %d", len(in), m, bound)
 	}
@@ -291,7 +296,7 @@ func TestLZ4CompressEndOfBlockBoundaries(t *testing.T) {
 // them may leak into the next block (the table is cleared per call).
 func TestLZ4CompressReusedTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
-	tab := new(lz4Table)
+	tab := new(table)
 	for _, k := range lz4Kinds() {
 		for _, n := range []int{65536, 20000, 4096, 1000, 300, 100, 40, 13} {
 			in := k.gen(rng, n)
@@ -353,24 +358,63 @@ func TestLZ4CheckBlockRejects(t *testing.T) {
 // The compressor reproduces, byte for byte, the LZ4 block of every bin row
 // of the cross-SDK wire vectors (which lz4_flex produced).
 func TestLZ4CompressReproducesWireVectors(t *testing.T) {
-	rows := vectors.Group[wireRow](t, "wire-format.json", "vectors")
 	checked := 0
-	for _, r := range rows {
-		if r.EnvelopeEncoding == "" {
-			continue
-		}
-		e, err := ParseEnvelope(vectors.Hex(t, r.EnvelopeHex))
-		if err != nil {
-			t.Fatalf("%s: %v", r.Name, err)
-		}
-		if got := checkLZ4Compress(t, vectors.Hex(t, r.InputHex), nil); !bytes.Equal(got, e.Compressed) {
-			t.Errorf("%s: block %x, vector %x", r.Name, got, e.Compressed)
+	for _, r := range binWireRows(t) {
+		if got := checkLZ4Compress(t, r.input, nil); !bytes.Equal(got, r.block) {
+			t.Errorf("%s: block %x, vector %x", r.name, got, r.block)
 		}
 		checked++
 	}
 	if checked == 0 {
 		t.Fatal("no bin vectors")
 	}
+}
+
+// wireBlock is a bin row of the cross-SDK wire vectors: its input and the
+// LZ4 block its envelope holds.
+type wireBlock struct {
+	name         string
+	input, block []byte
+}
+
+// binWireRows returns the bin rows of wire-format.json's "vectors" group.
+// The block is read from the envelope's first element, a MessagePack bin
+// (bin8, bin16 or bin32) inside the fixarray(4) that starts the envelope;
+// package protocol's envelope tests check the rest of each envelope.
+func binWireRows(tb testing.TB) []wireBlock {
+	tb.Helper()
+	type row struct {
+		Name             string `json:"name"`
+		EnvelopeHex      string `json:"envelope_hex"`
+		InputHex         string `json:"input_hex"`
+		EnvelopeEncoding string `json:"envelope_encoding"`
+	}
+	var out []wireBlock
+	for _, r := range vectors.Group[row](tb, "wire-format.json", "vectors") {
+		if r.EnvelopeEncoding == "" {
+			continue // legacy array-of-integers twin of a bin row
+		}
+		env := vectors.Hex(tb, r.EnvelopeHex)
+		if len(env) < 7 || env[0] != 0x94 {
+			tb.Fatalf("%s: envelope does not start with fixarray(4)", r.Name)
+		}
+		var n, head int // the bin's length, and where its bytes start
+		switch env[1] {
+		case 0xc4:
+			n, head = int(env[2]), 3
+		case 0xc5:
+			n, head = int(binary.BigEndian.Uint16(env[2:])), 4
+		case 0xc6:
+			n, head = int(binary.BigEndian.Uint32(env[2:])), 6
+		default:
+			tb.Fatalf("%s: first element is not a bin", r.Name)
+		}
+		if n > len(env)-head {
+			tb.Fatalf("%s: bin of %d bytes overruns the envelope", r.Name, n)
+		}
+		out = append(out, wireBlock{r.Name, vectors.Hex(tb, r.InputHex), env[head : head+n]})
+	}
+	return out
 }
 
 // On compressible input the blocks are no more than 10% larger than
@@ -429,59 +473,32 @@ func TestLZ4CompressSkipsNoise(t *testing.T) {
 	// probed every position of 16 KiB of noise would leave most of the
 	// 16384 entries set; the growing stride probes about 1000 positions.
 	n := 16 << 10
-	tab := new(lz4Table)
+	tab := new(table)
 	tab.compress(make([]byte, lz4.CompressBlockBound(n)), randomBytes(rng, n))
 	set := 0
-	for _, p := range tab.pos[:1<<lz4HashLog(n)] {
+	for _, p := range tab.pos[:1<<hashLog(n)] {
 		if p != 0 {
 			set++
 		}
 	}
-	t.Logf("16 KiB of noise left %d of %d table entries set", set, 1<<lz4HashLog(n))
+	t.Logf("16 KiB of noise left %d of %d table entries set", set, 1<<hashLog(n))
 	if set > n/8 {
 		t.Fatalf("16 KiB of noise: %d table entries set, the search did not stride", set)
 	}
 }
 
 func TestLZ4CompressRefusals(t *testing.T) {
-	over := make([]byte, lz4SmallMax+1)
-	if m := lz4CompressSmall(make([]byte, lz4.CompressBlockBound(len(over))), over); m != 0 {
+	over := make([]byte, MaxCompressLen+1)
+	if m := Compress(make([]byte, lz4.CompressBlockBound(len(over))), over); m != 0 {
 		t.Fatalf("compressed %d bytes, above the 64 KiB limit", len(over))
 	}
 	in := jsonish(rand.New(rand.NewPCG(1, 1)), 1000)
 	dst := bytes.Repeat([]byte{0xaa}, lz4.CompressBlockBound(len(in))-1)
-	if m := lz4CompressSmall(dst, in); m != 0 {
+	if m := Compress(dst, in); m != 0 {
 		t.Fatalf("wrote a %d-byte block into a dst below the bound", m)
 	}
 	if bytes.Count(dst, []byte{0xaa}) != len(dst) {
 		t.Fatal("a refused call wrote to dst")
-	}
-}
-
-// SealEnvelope uses this compressor up to 64 KiB and pierrec above.
-func TestSealEnvelopeCompressorChoice(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 8))
-	for _, n := range []int{100, 1 << 10, lz4SmallMax, lz4SmallMax + 1, 100000} {
-		in := jsonish(rng, n)
-		env, err := SealEnvelope(nil, in, FormatMsgpack)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := ParseEnvelope(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := make([]byte, lz4.CompressBlockBound(n))
-		var m int
-		if n <= lz4SmallMax {
-			m = lz4CompressSmall(want, in)
-		} else {
-			var c lz4.Compressor
-			m, _ = c.CompressBlock(in, want)
-		}
-		if !bytes.Equal(e.Compressed, want[:m]) {
-			t.Fatalf("%d bytes: the envelope's block is not the expected compressor's", n)
-		}
 	}
 }
 
@@ -490,11 +507,11 @@ func TestAllocLZ4Compress(t *testing.T) {
 		t.Skip("sync.Pool drops tables at random under -race")
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, n := range []int{100, 1 << 10, 16 << 10, lz4SmallMax} {
+	for _, n := range []int{100, 1 << 10, 16 << 10, MaxCompressLen} {
 		in := jsonish(rng, n)
 		dst := make([]byte, lz4.CompressBlockBound(n))
 		allocs := testing.AllocsPerRun(100, func() {
-			if lz4CompressSmall(dst, in) <= 0 {
+			if Compress(dst, in) <= 0 {
 				t.Fatal("compression refused")
 			}
 		})
@@ -517,12 +534,16 @@ func FuzzLZ4Compress(f *testing.F) {
 		f.Fatal("FuzzLZ4Compress has no seeds")
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) > lz4SmallMax {
-			in = in[:lz4SmallMax]
+		if len(in) > MaxCompressLen {
+			in = in[:MaxCompressLen]
 		}
 		checkLZ4Compress(t, in, nil)
 	})
 }
+
+// pierrecCompressors pools pierrec's compressors for the benchmark, as
+// protocol's SealEnvelope pools them for originals above MaxCompressLen.
+var pierrecCompressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 
 // BenchmarkLZ4Compress compares this compressor with pierrec's (pooled, as
 // SealEnvelope used it) on the sizes and inputs of a cached value. "text" is
@@ -540,17 +561,20 @@ func BenchmarkLZ4Compress(b *testing.B) {
 		name     string
 		compress func(dst, src []byte) int
 	}{
-		{"ours", lz4CompressSmall},
+		{"ours", Compress},
 		{"pierrec", func(dst, src []byte) int {
-			c := compressors.Get().(*lz4.Compressor)
+			c := pierrecCompressors.Get().(*lz4.Compressor)
 			m, _ := c.CompressBlock(src, dst)
-			compressors.Put(c)
+			pierrecCompressors.Put(c)
 			return m
 		}},
 	}
 	for _, impl := range impls {
 		b.Run(impl.name, func(b *testing.B) {
-			for _, s := range benchSizes[:3] {
+			for _, s := range []struct {
+				name string
+				n    int
+			}{{"100B", 100}, {"1KiB", 1 << 10}, {"16KiB", 16 << 10}} {
 				b.Run(s.name, func(b *testing.B) {
 					for _, in := range inputs {
 						b.Run(in.name, func(b *testing.B) {

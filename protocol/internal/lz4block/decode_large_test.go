@@ -1,4 +1,4 @@
-package protocol
+package lz4block
 
 import (
 	"bytes"
@@ -36,17 +36,17 @@ func TestDecodeBlockLargeMatchesLibrary(t *testing.T) {
 			t.Fatalf("sample %d: compress: %v", i, err)
 		}
 		out := make([]byte, len(orig))
-		n, err := decodeBlockLarge(block[:m], out)
+		n, err := decodeLarge(block[:m], out)
 		if err != nil || n != len(orig) || !bytes.Equal(out, orig) {
-			t.Fatalf("sample %d: decodeBlockLarge = %d, %v; want the original", i, n, err)
+			t.Fatalf("sample %d: decodeLarge = %d, %v; want the original", i, n, err)
 		}
-		if _, err := decodeBlockLarge(block[:m], out[:len(orig)-1]); err == nil {
+		if _, err := decodeLarge(block[:m], out[:len(orig)-1]); err == nil {
 			t.Fatalf("sample %d: decoded into too small an output", i)
 		}
 	}
 }
 
-// FuzzDecodeBlockLarge: on any block and output size, decodeBlockLarge
+// FuzzDecodeBlockLarge: on any block and output size, decodeLarge
 // accepts exactly what lz4.UncompressBlock accepts and writes the same
 // bytes.
 func FuzzDecodeBlockLarge(f *testing.F) {
@@ -61,7 +61,7 @@ func FuzzDecodeBlockLarge(f *testing.F) {
 		want := make([]byte, size)
 		got := make([]byte, size)
 		n1, err1 := lz4.UncompressBlock(block, want)
-		n2, err2 := decodeBlockLarge(block, got)
+		n2, err2 := decodeLarge(block, got)
 		if err1 == nil && err2 != nil {
 			t.Fatalf("library decoded %d bytes, ours refused: %v", n1, err2)
 		}
@@ -78,36 +78,4 @@ func FuzzDecodeBlockLarge(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestLiteralBlockForIncompressibleLargeInput: a large original whose start
-// does not compress is sealed as one literals-only block, which the library
-// decoder and ours both read back; a compressible one still compresses.
-func TestLiteralBlockForIncompressibleLargeInput(t *testing.T) {
-	samples := largeSamples()
-	for _, c := range []struct {
-		orig    []byte
-		literal bool
-	}{{samples[1], true}, {samples[2], false}, {append(bytes.Clone(samples[1]), make([]byte, 100<<10)...), true}} {
-		env, err := SealEnvelope(nil, c.orig, FormatMsgpack)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := ParseEnvelope(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, isLit := lz4LiteralRun(e.Compressed)
-		if isLit != c.literal {
-			t.Fatalf("%d bytes: literals-only block %v, want %v", len(c.orig), isLit, c.literal)
-		}
-		lib := make([]byte, len(c.orig))
-		if n, err := lz4.UncompressBlock(e.Compressed, lib); err != nil || n != len(c.orig) || !bytes.Equal(lib, c.orig) {
-			t.Fatalf("%d bytes: the library does not read the block back: %v", len(c.orig), err)
-		}
-		got, err := OpenEnvelope(nil, env)
-		if err != nil || !bytes.Equal(got, c.orig) {
-			t.Fatalf("%d bytes: OpenEnvelope: %v", len(c.orig), err)
-		}
-	}
 }

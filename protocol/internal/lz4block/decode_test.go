@@ -1,10 +1,9 @@
-package protocol
+package lz4block
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/cachekit-io/cachekit-go/internal/vectors"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -18,23 +17,23 @@ func literalBlocks(max int) [][]byte {
 			lit[i] = byte(i*31 + n)
 		}
 		dst := make([]byte, lz4.CompressBlockBound(n)+1)
-		out = append(out, dst[:lz4PutLastLiterals(dst, 0, lit)])
+		out = append(out, dst[:putLastLiterals(dst, 0, lit)])
 	}
 	return out
 }
 
 // checkLikeLibrary decodes block into outs of several sizes through
-// uncompressBlock and through the library decoder alone, and fails unless
+// Decompress and through the library decoder alone, and fails unless
 // both return the same length, both fail or both succeed, and write the
 // same bytes.
 func checkLikeLibrary(t *testing.T, block []byte, size int) {
 	t.Helper()
 	for _, n := range []int{size - 1, size, size + 1, size + 16} {
 		if n <= 0 {
-			continue // an empty out never reaches the library (see uncompressBlock)
+			continue // an empty out never reaches the library (see Decompress)
 		}
 		got, want := make([]byte, n), make([]byte, n)
-		gn, gerr := uncompressBlock(block, got)
+		gn, gerr := Decompress(block, got)
 		wn, werr := lz4.UncompressBlock(block, want)
 		if (gerr == nil) != (werr == nil) || (gerr == nil && gn != wn) {
 			t.Fatalf("block % x into %d bytes: got (%d, %v), library (%d, %v)", block[:min(len(block), 8)], n, gn, gerr, wn, werr)
@@ -53,15 +52,15 @@ func checkLikeLibrary(t *testing.T, block []byte, size int) {
 func TestUncompressBlockLiteralRun(t *testing.T) {
 	blocks := literalBlocks(600) // lengths cross 15, 270 and 525, where extension bytes begin
 	for n, block := range blocks {
-		lit, ok := lz4LiteralRun(block)
+		lit, ok := literalRun(block)
 		if !ok || len(lit) != n {
-			t.Fatalf("literal block of %d bytes: lz4LiteralRun = (%d bytes, %v)", n, len(lit), ok)
+			t.Fatalf("literal block of %d bytes: literalRun = (%d bytes, %v)", n, len(lit), ok)
 		}
 		checkLikeLibrary(t, block, n)
-		for nib := byte(1); nib <= lz4RunMask; nib++ {
+		for nib := byte(1); nib <= runMask; nib++ {
 			v := bytes.Clone(block)
 			v[0] |= nib
-			if _, ok := lz4LiteralRun(v); ok {
+			if _, ok := literalRun(v); ok {
 				t.Fatalf("literal block of %d bytes with match nibble %d taken as a literal run", n, nib)
 			}
 			checkLikeLibrary(t, v, n)
@@ -90,8 +89,8 @@ func TestUncompressBlockLiteralRun(t *testing.T) {
 			block = append(block, 255)
 		}
 		block = append(block, lit...)
-		if got, ok := lz4LiteralRun(block); !ok || !bytes.Equal(got, lit) {
-			t.Fatalf("%d literals with a trailing zero extension: lz4LiteralRun = (%d bytes, %v)", n, len(got), ok)
+		if got, ok := literalRun(block); !ok || !bytes.Equal(got, lit) {
+			t.Fatalf("%d literals with a trailing zero extension: literalRun = (%d bytes, %v)", n, len(got), ok)
 		}
 		checkLikeLibrary(t, block, n)
 	}
@@ -103,29 +102,27 @@ func TestUncompressBlockCompressed(t *testing.T) {
 	for _, n := range []int{64, 1 << 10, 16 << 10} {
 		src := bytes.Repeat([]byte("cachekit "), n/9+1)[:n]
 		dst := make([]byte, lz4.CompressBlockBound(n))
-		block := dst[:lz4CompressSmall(dst, src)]
-		if _, ok := lz4LiteralRun(block); ok {
+		block := dst[:Compress(dst, src)]
+		if _, ok := literalRun(block); ok {
 			t.Fatalf("%d compressible bytes: block taken as a literal run", n)
 		}
 		out := make([]byte, n)
-		if k, err := uncompressBlock(block, out); err != nil || k != n || !bytes.Equal(out, src) {
-			t.Fatalf("%d compressible bytes: uncompressBlock = (%d, %v), output equal %v", n, k, err, bytes.Equal(out, src))
+		if k, err := Decompress(block, out); err != nil || k != n || !bytes.Equal(out, src) {
+			t.Fatalf("%d compressible bytes: Decompress = (%d, %v), output equal %v", n, k, err, bytes.Equal(out, src))
 		}
 		checkLikeLibrary(t, block, n)
 	}
 }
 
-// FuzzUncompressBlock holds uncompressBlock to the library decoder's
+// FuzzUncompressBlock holds Decompress to the library decoder's
 // verdict and output on any block, seeded with literal runs and the wire
 // vectors' blocks.
 func FuzzUncompressBlock(f *testing.F) {
 	for _, b := range literalBlocks(300)[:40] {
 		f.Add(b, uint16(len(b)))
 	}
-	for _, r := range vectors.Group[wireRow](f, "wire-format.json", "vectors") {
-		if e, err := ParseEnvelope(vectors.Hex(f, r.EnvelopeHex)); err == nil {
-			f.Add(e.Compressed, uint16(min(e.OriginalSize, 1<<16-1)))
-		}
+	for _, r := range binWireRows(f) {
+		f.Add(r.block, uint16(min(len(r.input), 1<<16-1)))
 	}
 	f.Fuzz(func(t *testing.T, block []byte, size uint16) {
 		checkLikeLibrary(t, block, int(size))

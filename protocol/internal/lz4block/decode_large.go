@@ -1,26 +1,19 @@
-package protocol
+package lz4block
 
 import (
-	"errors"
-
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 )
 
-// errLZ4Block is what decodeBlockLarge returns for a block it cannot
-// decode into out; uncompressBlock reports it as a bad block, as it does
-// the library decoder's errors.
-var errLZ4Block = errors.New("lz4: invalid block")
-
-// decodeBlockLarge decodes one LZ4 block into out, as lz4.UncompressBlock
+// decodeLarge decodes one LZ4 block into out, as lz4.UncompressBlock
 // does, for outputs larger than chunked.Size: the library decodes a whole
 // block in one assembly call the runtime cannot preempt, tens of
 // milliseconds for a 64 MiB value. Here the sequence loop is Go, and each
 // literal run and match is copied in pieces of at most chunked.Size. A
 // differential fuzz test (FuzzDecodeBlockLarge) holds it to the library's
 // verdicts and bytes.
-func decodeBlockLarge(src, out []byte) (int, error) {
+func decodeLarge(src, out []byte) (int, error) {
 	if chunked.OneShot() {
 		return lz4.UncompressBlock(src, out)
 	}
@@ -31,41 +24,41 @@ func decodeBlockLarge(src, out []byte) (int, error) {
 		}
 		token := src[i]
 		i++
-		lit, ok := lz4Length(src, &i, int(token>>4))
+		lit, ok := readLength(src, &i, int(token>>4))
 		if !ok || lit > len(src)-i || lit > len(out)-o {
-			return 0, errLZ4Block
+			return 0, errInvalid
 		}
 		chunked.Copy(out[o:o+lit], src[i:i+lit])
 		i += lit
 		o += lit
 		if i == len(src) {
-			if token&lz4RunMask != 0 {
-				return 0, errLZ4Block // a match announced, its offset missing
+			if token&runMask != 0 {
+				return 0, errInvalid // a match announced, its offset missing
 			}
 			return o, nil // the last sequence: literals only
 		}
 		if len(src)-i < 2 {
-			return 0, errLZ4Block
+			return 0, errInvalid
 		}
 		offset := int(src[i]) | int(src[i+1])<<8
 		i += 2
 		if offset == 0 || offset > o {
-			return 0, errLZ4Block
+			return 0, errInvalid
 		}
-		m, ok := lz4Length(src, &i, int(token&lz4RunMask))
+		m, ok := readLength(src, &i, int(token&runMask))
 		m += 4
 		if !ok || m > len(out)-o {
-			return 0, errLZ4Block
+			return 0, errInvalid
 		}
 		copyMatch(out, o, offset, m)
 		o += m
 	}
 }
 
-// lz4Length finishes a literal or match length whose nibble is n: 15
+// readLength finishes a literal or match length whose nibble is n: 15
 // continues into bytes of 255 ended by a byte below 255.
-func lz4Length(src []byte, i *int, n int) (int, bool) {
-	if n != lz4RunMask {
+func readLength(src []byte, i *int, n int) (int, bool) {
+	if n != runMask {
 		return n, true
 	}
 	for {

@@ -1,0 +1,85 @@
+package protocol
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/cachekit-io/cachekit-go/protocol/internal/lz4block"
+)
+
+// The LZ4 block codec itself is tested in internal/lz4block; these tests
+// hold SealEnvelope's choice among its writers.
+
+// SealEnvelope uses this compressor up to 64 KiB and pierrec above.
+func TestSealEnvelopeCompressorChoice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, n := range []int{100, 1 << 10, lz4block.MaxCompressLen, lz4block.MaxCompressLen + 1, 100000} {
+		in := jsonish(rng, n)
+		env, err := SealEnvelope(nil, in, FormatMsgpack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := ParseEnvelope(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, lz4.CompressBlockBound(n))
+		var m int
+		if n <= lz4block.MaxCompressLen {
+			m = lz4block.Compress(want, in)
+		} else {
+			var c lz4.Compressor
+			m, _ = c.CompressBlock(in, want)
+		}
+		if !bytes.Equal(e.Compressed, want[:m]) {
+			t.Fatalf("%d bytes: the envelope's block is not the expected compressor's", n)
+		}
+	}
+}
+
+// TestLiteralBlockForIncompressibleLargeInput: a large original whose start
+// does not compress is sealed as one literals-only block, which the library
+// decoder and ours both read back; a compressible one still compresses.
+// The originals are those of the large-block tests in internal/lz4block:
+// 300 KiB of ChaCha8 noise and 360,000 bytes of repeated text.
+func TestLiteralBlockForIncompressibleLargeInput(t *testing.T) {
+	random := make([]byte, 300<<10)
+	_, _ = rand.NewChaCha8([32]byte{9}).Read(random)
+	text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog; "), 8000)
+	for _, c := range []struct {
+		orig    []byte
+		literal bool
+	}{{random, true}, {text, false}, {append(bytes.Clone(random), make([]byte, 100<<10)...), true}} {
+		env, err := SealEnvelope(nil, c.orig, FormatMsgpack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := ParseEnvelope(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A literals-only block of c.orig is the one lz4block.PutLiterals
+		// writes: its length encoding is the shortest, the one every
+		// writer here uses.
+		lit := make([]byte, lz4.CompressBlockBound(len(c.orig)))
+		lit = lit[:lz4block.PutLiterals(lit, c.orig)]
+		isLit := bytes.Equal(e.Compressed, lit)
+		if isLit != c.literal {
+			t.Fatalf("%d bytes: literals-only block %v, want %v", len(c.orig), isLit, c.literal)
+		}
+		if !c.literal && len(e.Compressed) >= len(c.orig) {
+			t.Fatalf("%d compressible bytes: a %d-byte block", len(c.orig), len(e.Compressed))
+		}
+		lib := make([]byte, len(c.orig))
+		if n, err := lz4.UncompressBlock(e.Compressed, lib); err != nil || n != len(c.orig) || !bytes.Equal(lib, c.orig) {
+			t.Fatalf("%d bytes: the library does not read the block back: %v", len(c.orig), err)
+		}
+		got, err := OpenEnvelope(nil, env)
+		if err != nil || !bytes.Equal(got, c.orig) {
+			t.Fatalf("%d bytes: OpenEnvelope: %v", len(c.orig), err)
+		}
+	}
+}
