@@ -23,7 +23,6 @@ func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key strin
 	// The remaining TTL is needed only to bound an L1 backfill: without L1
 	// a plain GET saves Redis a PTTL per read.
 	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
-	r := result{tier: tierOf(tier), size: len(payload)}
 	if err == nil {
 		var raw []byte
 		if raw, err = binPayload(payload); err != nil {
@@ -33,7 +32,9 @@ func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key strin
 		}
 	}
 	putScratch(s)
-	c.end(ctx, oc, r, err)
+	if c.obs != nil {
+		c.obs.end(ctx, oc, result{tier: tierOf(tier), size: len(payload)}, err)
+	}
 	return dst, err
 }
 

@@ -190,35 +190,10 @@ func decodeInto(payload []byte, dst any, jsonTags bool) error {
 // binPayload returns the bytes of a payload that is one msgpack bin, or a
 // str, so GetBytes also reads a value that was stored from a Go string.
 func binPayload(p []byte) ([]byte, error) {
-	if len(p) == 0 {
-		return nil, ErrNotBytes
+	if body, ok := protocol.BytesItem(p); ok {
+		return body, nil
 	}
-	var n, h int
-	switch t := p[0]; {
-	case t == 0xc4 || t == 0xd9:
-		if len(p) < 2 {
-			return nil, ErrNotBytes
-		}
-		n, h = int(p[1]), 2
-	case t == 0xc5 || t == 0xda:
-		if len(p) < 3 {
-			return nil, ErrNotBytes
-		}
-		n, h = int(p[1])<<8|int(p[2]), 3
-	case t == 0xc6 || t == 0xdb:
-		if len(p) < 5 {
-			return nil, ErrNotBytes
-		}
-		n, h = int(p[1])<<24|int(p[2])<<16|int(p[3])<<8|int(p[4]), 5
-	case t&0xe0 == 0xa0: // fixstr
-		n, h = int(t&0x1f), 1
-	default:
-		return nil, ErrNotBytes
-	}
-	if len(p)-h != n {
-		return nil, ErrNotBytes
-	}
-	return p[h:], nil
+	return nil, ErrNotBytes
 }
 
 // checkKey rejects keys the mode cannot store: empty keys, and in interop

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/binary"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"sync"
 )
 
@@ -153,6 +154,16 @@ func walkDocument(b []byte, maxDepth int) error {
 	return err
 }
 
+// BytesItem returns the body of b when b is exactly one str or bin item
+// and nothing else (the payload of a []byte or string value), so a reader
+// of such values parses its header the way CheckMsgpack does.
+func BytesItem(b []byte) (body []byte, ok bool) {
+	if h, ok := mp.BytesHeader(b); ok {
+		return b[h:], true
+	}
+	return nil, false
+}
+
 // wholeBytesItem reports whether b is exactly one str or bin item (any
 // width) and nothing else: the shape of every []byte or string value, the
 // commonest payload. Such a document passes every rule walkMsgpack applies
@@ -161,29 +172,8 @@ func walkDocument(b []byte, maxDepth int) error {
 // CheckMsgpack can accept it without the walk. For any other input it
 // returns false and the walk decides.
 func wholeBytesItem(b []byte) bool {
-	var n, h uint64
-	switch c := b[0]; {
-	case c&0xe0 == 0xa0: // fixstr
-		n, h = uint64(c&0x1f), 1
-	case c == mpBin8 || c == mpStr8:
-		if len(b) < 2 {
-			return false
-		}
-		n, h = uint64(b[1]), 2
-	case c == mpBin16 || c == mpStr16:
-		if len(b) < 3 {
-			return false
-		}
-		n, h = uint64(binary.BigEndian.Uint16(b[1:])), 3
-	case c == mpBin32 || c == mpStr32:
-		if len(b) < 5 {
-			return false
-		}
-		n, h = uint64(binary.BigEndian.Uint32(b[1:])), 5
-	default:
-		return false
-	}
-	return uint64(len(b))-h == n
+	_, ok := mp.BytesHeader(b)
+	return ok
 }
 
 // walkMsgpack checks one non-empty document. owed[i] counts the items
@@ -214,11 +204,11 @@ func walkMsgpack(b []byte, maxDepth int, owed []uint64) (deep *deepTracker, err 
 			slots = uint64(c & 0x1f)
 			body = slots
 		default:
-			width, kind := headerShape(c)
+			width, kind := mp.HeaderShape(c)
 			switch kind {
-			case shapeReserved:
+			case mp.ShapeReserved:
 				return deep, errReservedByte
-			case shapeFixed:
+			case mp.ShapeFixed:
 				body = uint64(width)
 			default:
 				if n-pos < width {
@@ -235,13 +225,13 @@ func walkMsgpack(b []byte, maxDepth int, owed []uint64) (deep *deepTracker, err 
 				}
 				pos += width
 				switch kind {
-				case shapeBytes:
+				case mp.ShapeBytes:
 					slots, body = l, l
-				case shapeExt:
+				case mp.ShapeExt:
 					slots, body = l, l+1 // the type byte follows the length
-				case shapeArray:
+				case mp.ShapeArray:
 					slots, collection = l, true
-				case shapeMap:
+				case mp.ShapeMap:
 					slots, collection = 2*l, true
 				}
 			}
@@ -285,64 +275,5 @@ func walkMsgpack(b []byte, maxDepth int, owed []uint64) (deep *deepTracker, err 
 			}
 			depth--
 		}
-	}
-}
-
-// Header shapes of the 0xc0-0xdf type bytes.
-const (
-	shapeFixed    = iota // scalar with a fixed-size body (width bytes), or none
-	shapeReserved        // 0xc1
-	shapeBytes           // str or bin: width-byte length, then that many bytes
-	shapeExt             // ext: width-byte length, type byte, then the data
-	shapeArray           // width-byte element count
-	shapeMap             // width-byte pair count
-)
-
-// headerShape describes the type bytes 0xc0 to 0xdf: what follows the tag
-// and the width of that length field or fixed body.
-func headerShape(c byte) (width, kind int) {
-	switch c {
-	case mpNil, mpFalse, mpTrue:
-		return 0, shapeFixed
-	case mpNever:
-		return 0, shapeReserved
-	case mpBin8, mpStr8:
-		return 1, shapeBytes
-	case mpBin16, mpStr16:
-		return 2, shapeBytes
-	case mpBin32, mpStr32:
-		return 4, shapeBytes
-	case mpExt8:
-		return 1, shapeExt
-	case mpExt16:
-		return 2, shapeExt
-	case mpExt32:
-		return 4, shapeExt
-	case mpUint8, mpInt8:
-		return 1, shapeFixed
-	case mpUint16, mpInt16:
-		return 2, shapeFixed
-	case mpFloat32, mpUint32, mpInt32:
-		return 4, shapeFixed
-	case mpFloat64, mpUint64, mpInt64:
-		return 8, shapeFixed
-	case mpFixExt1:
-		return 2, shapeFixed // type byte + 1 data byte; fixext declares no slots
-	case mpFixExt2:
-		return 3, shapeFixed
-	case mpFixExt4:
-		return 5, shapeFixed
-	case mpFixExt8:
-		return 9, shapeFixed
-	case mpFixExt16:
-		return 17, shapeFixed
-	case mpArr16:
-		return 2, shapeArray
-	case mpArr32:
-		return 4, shapeArray
-	case mpMap16:
-		return 2, shapeMap
-	default: // mpMap32
-		return 4, shapeMap
 	}
 }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/binary"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math"
 )
 
@@ -118,48 +119,48 @@ func (d *decoder) item() any {
 		return string(d.take(uint64(c & 0x1f)))
 	}
 	switch c {
-	case mpNil:
+	case mp.Nil:
 		return nil
-	case mpFalse:
+	case mp.False:
 		return false
-	case mpTrue:
+	case mp.True:
 		return true
-	case mpBin8, mpBin16, mpBin32:
+	case mp.Bin8, mp.Bin16, mp.Bin32:
 		return append([]byte{}, d.take(d.length(lengthWidth(c)))...)
-	case mpStr8, mpStr16, mpStr32:
+	case mp.Str8, mp.Str16, mp.Str32:
 		return string(d.take(d.length(lengthWidth(c))))
-	case mpExt8, mpExt16, mpExt32:
+	case mp.Ext8, mp.Ext16, mp.Ext32:
 		n := d.length(lengthWidth(c))
 		return d.ext(n)
-	case mpFixExt1, mpFixExt2, mpFixExt4, mpFixExt8, mpFixExt16:
-		return d.ext(1 << (c - mpFixExt1))
-	case mpFloat32:
+	case mp.FixExt1, mp.FixExt2, mp.FixExt4, mp.FixExt8, mp.FixExt16:
+		return d.ext(1 << (c - mp.FixExt1))
+	case mp.Float32:
 		return float64(math.Float32frombits(uint32(d.fixed(4))))
-	case mpFloat64:
+	case mp.Float64:
 		return math.Float64frombits(d.fixed(8))
-	case mpUint8:
+	case mp.Uint8:
 		return int64(d.fixed(1))
-	case mpUint16:
+	case mp.Uint16:
 		return int64(d.fixed(2))
-	case mpUint32:
+	case mp.Uint32:
 		return int64(d.fixed(4))
-	case mpUint64:
+	case mp.Uint64:
 		u := d.fixed(8)
 		if u <= math.MaxInt64 {
 			return int64(u)
 		}
 		return u
-	case mpInt8:
+	case mp.Int8:
 		return int64(int8(d.fixed(1)))
-	case mpInt16:
+	case mp.Int16:
 		return int64(int16(d.fixed(2)))
-	case mpInt32:
+	case mp.Int32:
 		return int64(int32(d.fixed(4)))
-	case mpInt64:
+	case mp.Int64:
 		return int64(d.fixed(8))
-	case mpArr16, mpArr32:
+	case mp.Array16, mp.Array32:
 		return d.array(d.length(lengthWidth(c)))
-	case mpMap16, mpMap32:
+	case mp.Map16, mp.Map32:
 		return d.mapBody(d.length(lengthWidth(c)))
 	}
 	d.bad = true // 0xc1
@@ -169,14 +170,8 @@ func (d *decoder) item() any {
 // lengthWidth is the width of the length field after a str, bin, ext,
 // array or map tag byte of the 8/16/32 forms.
 func lengthWidth(c byte) int {
-	switch c {
-	case mpBin8, mpStr8, mpExt8:
-		return 1
-	case mpBin16, mpStr16, mpExt16, mpArr16, mpMap16:
-		return 2
-	default:
-		return 4
-	}
+	w, _ := mp.HeaderShape(c)
+	return w
 }
 
 // fixed reads a big-endian unsigned body of width bytes.

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"testing"
 )
 
@@ -43,16 +44,16 @@ func bytesItems() [][]byte {
 		if n <= 31 {
 			out = append(out, append([]byte{0xa0 | byte(n)}, body...))
 		}
-		for _, tags := range [][2]byte{{mpBin8, mpStr8}, {mpBin16, mpStr16}, {mpBin32, mpStr32}} {
+		for _, tags := range [][2]byte{{mp.Bin8, mp.Str8}, {mp.Bin16, mp.Str16}, {mp.Bin32, mp.Str32}} {
 			for _, tag := range tags {
 				var h []byte
 				switch tag {
-				case mpBin8, mpStr8:
+				case mp.Bin8, mp.Str8:
 					if n > 0xff {
 						continue
 					}
 					h = []byte{tag, byte(n)}
-				case mpBin16, mpStr16:
+				case mp.Bin16, mp.Str16:
 					if n > 0xffff {
 						continue
 					}

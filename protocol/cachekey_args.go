@@ -3,6 +3,7 @@ package protocol
 import (
 	"cmp"
 	"encoding"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math"
 	"math/big"
 	"reflect"
@@ -101,29 +102,29 @@ func appendKeyArg(b []byte, v any, depth int) ([]byte, error) {
 	}
 	switch x := v.(type) {
 	case nil:
-		return appendNil(b), nil
+		return mp.AppendNil(b), nil
 	case bool:
-		return appendBool(b, x), nil
+		return mp.AppendBool(b, x), nil
 	case int:
-		return appendInt(b, int64(x)), nil
+		return mp.AppendInt(b, int64(x)), nil
 	case int64:
-		return appendInt(b, x), nil
+		return mp.AppendInt(b, x), nil
 	case int32:
-		return appendInt(b, int64(x)), nil
+		return mp.AppendInt(b, int64(x)), nil
 	case int16:
-		return appendInt(b, int64(x)), nil
+		return mp.AppendInt(b, int64(x)), nil
 	case int8:
-		return appendInt(b, int64(x)), nil
+		return mp.AppendInt(b, int64(x)), nil
 	case uint:
-		return appendUint(b, uint64(x)), nil
+		return mp.AppendUint(b, uint64(x)), nil
 	case uint64:
-		return appendUint(b, x), nil
+		return mp.AppendUint(b, x), nil
 	case uint32:
-		return appendUint(b, uint64(x)), nil
+		return mp.AppendUint(b, uint64(x)), nil
 	case uint16:
-		return appendUint(b, uint64(x)), nil
+		return mp.AppendUint(b, uint64(x)), nil
 	case uint8:
-		return appendUint(b, uint64(x)), nil
+		return mp.AppendUint(b, uint64(x)), nil
 	case float64:
 		return appendKeyArgFloat(b, x), nil
 	case float32:
@@ -140,7 +141,7 @@ func appendKeyArg(b []byte, v any, depth int) ([]byte, error) {
 		return appendKeyArgTime(b, x)
 	case *big.Int:
 		if x == nil {
-			return appendNil(b), nil
+			return mp.AppendNil(b), nil
 		}
 		return appendKeyArgBigInt(b, x)
 	case big.Int:
@@ -154,7 +155,7 @@ func appendKeyArg(b []byte, v any, depth int) ([]byte, error) {
 func appendKeyArgValue(b []byte, v any, depth int) ([]byte, error) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return appendNil(b), nil
+		return mp.AppendNil(b), nil
 	}
 	if tm, ok := v.(encoding.TextMarshaler); ok {
 		text, err := tm.MarshalText()
@@ -165,11 +166,11 @@ func appendKeyArgValue(b []byte, v any, depth int) ([]byte, error) {
 	}
 	switch rv.Kind() {
 	case reflect.Bool:
-		return appendBool(b, rv.Bool()), nil
+		return mp.AppendBool(b, rv.Bool()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendInt(b, rv.Int()), nil
+		return mp.AppendInt(b, rv.Int()), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return appendUint(b, rv.Uint()), nil
+		return mp.AppendUint(b, rv.Uint()), nil
 	case reflect.Float32, reflect.Float64:
 		return appendKeyArgFloat(b, rv.Float()), nil
 	case reflect.String:
@@ -201,7 +202,7 @@ func appendKeyArgFloat(b []byte, f float64) []byte {
 	case f != f:
 		f = math.Float64frombits(keyCanonicalNaN)
 	}
-	return appendFloat64(b, f)
+	return mp.AppendFloat64(b, f)
 }
 
 // appendKeyArgString writes a str after checking it is valid UTF-8 and fits a
@@ -210,18 +211,18 @@ func appendKeyArgString(b []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
 		return b, formatErr(opCacheKey, ErrUnsupported, "string argument is not valid UTF-8")
 	}
-	if uint64(len(s)) > maxMsgpackLen {
+	if uint64(len(s)) > mp.MaxLen {
 		return b, formatErr(opCacheKey, ErrTooLarge, "string argument longer than 2^32-1 bytes")
 	}
-	return append(appendStrHeader(b, len(s)), s...), nil
+	return append(mp.AppendStrHeader(b, len(s)), s...), nil
 }
 
 // appendKeyArgBytes writes a bin.
 func appendKeyArgBytes(b []byte, p []byte) ([]byte, error) {
-	if uint64(len(p)) > maxMsgpackLen {
+	if uint64(len(p)) > mp.MaxLen {
 		return b, formatErr(opCacheKey, ErrTooLarge, "bytes argument longer than 2^32-1 bytes")
 	}
-	return append(appendBinHeader(b, len(p)), p...), nil
+	return append(mp.AppendBinHeader(b, len(p)), p...), nil
 }
 
 // appendKeyArgByteArray writes a byte array (any element type of kind uint8)
@@ -229,7 +230,7 @@ func appendKeyArgBytes(b []byte, p []byte) ([]byte, error) {
 // interface is not addressable.
 func appendKeyArgByteArray(b []byte, rv reflect.Value) ([]byte, error) {
 	n := rv.Len()
-	b = appendBinHeader(b, n)
+	b = mp.AppendBinHeader(b, n)
 	for i := range n {
 		b = append(b, byte(rv.Index(i).Uint()))
 	}
@@ -238,10 +239,10 @@ func appendKeyArgByteArray(b []byte, rv reflect.Value) ([]byte, error) {
 
 // appendKeyArgList writes a []any as an array.
 func appendKeyArgList(b []byte, list []any, depth int) ([]byte, error) {
-	if uint64(len(list)) > maxMsgpackLen {
+	if uint64(len(list)) > mp.MaxLen {
 		return b, formatErr(opCacheKey, ErrTooLarge, "argument list longer than 2^32-1 elements")
 	}
-	b = appendArrayHeader(b, len(list))
+	b = mp.AppendArrayHeader(b, len(list))
 	var err error
 	for _, v := range list {
 		if b, err = appendKeyArg(b, v, depth); err != nil {
@@ -254,10 +255,10 @@ func appendKeyArgList(b []byte, list []any, depth int) ([]byte, error) {
 // appendKeyArgSequence writes any other slice or array as an array.
 func appendKeyArgSequence(b []byte, rv reflect.Value, depth int) ([]byte, error) {
 	n := rv.Len()
-	if uint64(n) > maxMsgpackLen {
+	if uint64(n) > mp.MaxLen {
 		return b, formatErr(opCacheKey, ErrTooLarge, "argument list longer than 2^32-1 elements")
 	}
-	b = appendArrayHeader(b, n)
+	b = mp.AppendArrayHeader(b, n)
 	var err error
 	for i := range n {
 		if b, err = appendKeyArg(b, rv.Index(i).Interface(), depth); err != nil {
@@ -271,7 +272,7 @@ func appendKeyArgSequence(b []byte, rv reflect.Value, depth int) ([]byte, error)
 // byte order, which for valid UTF-8 is ascending code point order, the order
 // Python's sorted() gives str keys.
 func appendKeyArgStringMap(b []byte, m map[string]any, depth int) ([]byte, error) {
-	if uint64(len(m)) > maxMsgpackLen {
+	if uint64(len(m)) > mp.MaxLen {
 		return b, formatErr(opCacheKey, ErrTooLarge, "map argument larger than 2^32-1 entries")
 	}
 	var small [8]string
@@ -280,7 +281,7 @@ func appendKeyArgStringMap(b []byte, m map[string]any, depth int) ([]byte, error
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	b = appendMapHeader(b, len(keys))
+	b = mp.AppendMapHeader(b, len(keys))
 	var err error
 	for _, k := range keys {
 		if b, err = appendKeyArgString(b, k); err != nil {
@@ -369,7 +370,7 @@ func compareKeyMapKeys(a, b keyMapKey) int {
 // otherwise encode in map iteration order).
 func appendKeyArgMap(b []byte, rv reflect.Value, depth int) ([]byte, error) {
 	n := rv.Len()
-	if uint64(n) > maxMsgpackLen {
+	if uint64(n) > mp.MaxLen {
 		return b, formatErr(opCacheKey, ErrTooLarge, "map argument larger than 2^32-1 entries")
 	}
 	keys := make([]keyMapKey, 0, n)
@@ -391,19 +392,19 @@ func appendKeyArgMap(b []byte, rv reflect.Value, depth int) ([]byte, error) {
 			return b, formatErr(opCacheKey, ErrUnsupported, "map holds two keys with the same normalized value")
 		}
 	}
-	b = appendMapHeader(b, len(keys))
+	b = mp.AppendMapHeader(b, len(keys))
 	var err error
 	for _, k := range keys {
 		switch k.class {
 		case keyClassString:
 			b, err = appendKeyArgString(b, k.s)
 		case keyClassBool:
-			b = appendBool(b, k.bit)
+			b = mp.AppendBool(b, k.bit)
 		default:
 			if k.neg {
-				b = appendInt(b, k.i)
+				b = mp.AppendInt(b, k.i)
 			} else {
-				b = appendUint(b, k.u)
+				b = mp.AppendUint(b, k.u)
 			}
 		}
 		if err != nil {
@@ -421,9 +422,9 @@ func appendKeyArgMap(b []byte, rv reflect.Value, depth int) ([]byte, error) {
 func appendKeyArgBigInt(b []byte, x *big.Int) ([]byte, error) {
 	switch {
 	case x.IsInt64():
-		return appendInt(b, x.Int64()), nil
+		return mp.AppendInt(b, x.Int64()), nil
 	case x.Sign() > 0 && x.IsUint64():
-		return appendUint(b, x.Uint64()), nil
+		return mp.AppendUint(b, x.Uint64()), nil
 	}
 	return b, formatErr(opCacheKey, ErrUnsupported, "integer argument outside [-2^63, 2^64-1]")
 }
@@ -456,7 +457,7 @@ func appendKeyArgTime(b []byte, t time.Time) ([]byte, error) {
 	if off%60 != 0 {
 		s = appendKeyDigits(append(s, ':'), off%60, 2)
 	}
-	return append(appendStrHeader(b, len(s)), s...), nil
+	return append(mp.AppendStrHeader(b, len(s)), s...), nil
 }
 
 // appendKeyDigits appends v in decimal, zero-padded to width digits.

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math"
 	"math/big"
 	"reflect"
@@ -81,10 +82,10 @@ var (
 // vectors check the canonical bytes themselves, not only their hash.
 func AppendCanonicalArgs(dst []byte, args ...any) ([]byte, error) {
 	e := canonicalEncoder{collapse: true, base: len(dst)}
-	if len(args) > maxMsgpackLen {
+	if len(args) > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
-	out := appendArrayHeader(dst, len(args))
+	out := mp.AppendArrayHeader(dst, len(args))
 	var err error
 	for _, a := range args {
 		if out, err = e.append(out, a, 1); err != nil {
@@ -119,29 +120,29 @@ type canonicalEncoder struct {
 func (e *canonicalEncoder) append(dst []byte, v any, depth int) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
-		return appendNil(dst), nil
+		return mp.AppendNil(dst), nil
 	case bool:
-		return appendBool(dst, x), nil
+		return mp.AppendBool(dst, x), nil
 	case int:
-		return appendInt(dst, int64(x)), nil
+		return mp.AppendInt(dst, int64(x)), nil
 	case int64:
-		return appendInt(dst, x), nil
+		return mp.AppendInt(dst, x), nil
 	case int32:
-		return appendInt(dst, int64(x)), nil
+		return mp.AppendInt(dst, int64(x)), nil
 	case int16:
-		return appendInt(dst, int64(x)), nil
+		return mp.AppendInt(dst, int64(x)), nil
 	case int8:
-		return appendInt(dst, int64(x)), nil
+		return mp.AppendInt(dst, int64(x)), nil
 	case uint:
-		return appendUint(dst, uint64(x)), nil
+		return mp.AppendUint(dst, uint64(x)), nil
 	case uint64:
-		return appendUint(dst, x), nil
+		return mp.AppendUint(dst, x), nil
 	case uint32:
-		return appendUint(dst, uint64(x)), nil
+		return mp.AppendUint(dst, uint64(x)), nil
 	case uint16:
-		return appendUint(dst, uint64(x)), nil
+		return mp.AppendUint(dst, uint64(x)), nil
 	case uint8:
-		return appendUint(dst, uint64(x)), nil
+		return mp.AppendUint(dst, uint64(x)), nil
 	case float64:
 		return e.appendFloat(dst, x)
 	case float32:
@@ -155,7 +156,7 @@ func (e *canonicalEncoder) append(dst []byte, v any, depth int) ([]byte, error) 
 	case time.Time:
 		return e.appendTime(dst, x)
 	case UUID:
-		return appendStr(dst, x.String()), nil
+		return mp.AppendStr(dst, x.String()), nil
 	case Set:
 		return e.appendSet(dst, x, depth)
 	case []any:
@@ -175,11 +176,11 @@ func (e *canonicalEncoder) appendFloat(dst []byte, f float64) ([]byte, error) {
 	}
 	if e.collapse && f == math.Trunc(f) && f >= collapseLowerIncl && f < collapseUpperExcl {
 		if f < 0 {
-			return appendInt(dst, int64(f)), nil
+			return mp.AppendInt(dst, int64(f)), nil
 		}
-		return appendUint(dst, uint64(f)), nil // -0.0 lands here as 0
+		return mp.AppendUint(dst, uint64(f)), nil // -0.0 lands here as 0
 	}
-	return appendFloat64(dst, f), nil
+	return mp.AppendFloat64(dst, f), nil
 }
 
 // appendString writes a well-formed UTF-8 string as str. Go strings may
@@ -189,18 +190,18 @@ func (e *canonicalEncoder) appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
 		return dst, errBadUTF8
 	}
-	if len(s) > maxMsgpackLen {
+	if len(s) > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
-	return e.checkSize(appendStr(dst, s))
+	return e.checkSize(mp.AppendStr(dst, s))
 }
 
 // appendBytes writes b as bin.
 func (e *canonicalEncoder) appendBytes(dst []byte, b []byte) ([]byte, error) {
-	if len(b) > maxMsgpackLen {
+	if len(b) > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
-	return e.checkSize(appendBin(dst, b))
+	return e.checkSize(mp.AppendBin(dst, b))
 }
 
 // appendBigInt writes an arbitrary-precision integer when it lies within
@@ -208,11 +209,11 @@ func (e *canonicalEncoder) appendBytes(dst []byte, b []byte) ([]byte, error) {
 func appendBigInt(dst []byte, x *big.Int) ([]byte, error) {
 	switch {
 	case x == nil:
-		return appendNil(dst), nil
+		return mp.AppendNil(dst), nil
 	case x.IsInt64():
-		return appendInt(dst, x.Int64()), nil
+		return mp.AppendInt(dst, x.Int64()), nil
 	case x.IsUint64():
-		return appendUint(dst, x.Uint64()), nil
+		return mp.AppendUint(dst, x.Uint64()), nil
 	default:
 		return dst, errIntRange
 	}
@@ -223,10 +224,10 @@ func (e *canonicalEncoder) appendSlice(dst []byte, xs []any, depth int) ([]byte,
 	if depth >= maxCanonicalDepth {
 		return dst, errTooDeep
 	}
-	if len(xs) > maxMsgpackLen {
+	if len(xs) > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
-	out := appendArrayHeader(dst, len(xs))
+	out := mp.AppendArrayHeader(dst, len(xs))
 	var err error
 	for _, x := range xs {
 		if out, err = e.append(out, x, depth+1); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -287,9 +288,9 @@ func iopMapKeysInWireOrder(t *testing.T, enc []byte) []string {
 	d.pos = 1
 	var n uint64
 	switch {
-	case c&0xf0 == mpFixMap:
+	case c&0xf0 == mp.FixMap:
 		n = uint64(c & 0x0f)
-	case c == mpMap16:
+	case c == mp.Map16:
 		n = d.length(2)
 	default:
 		t.Fatalf("root is not a map: %x", c)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math"
 	"reflect"
 	"slices"
@@ -78,7 +79,7 @@ func (e *canonicalEncoder) appendSet(dst []byte, s Set, depth int) ([]byte, erro
 	}
 	slices.SortFunc(elems, bytes.Compare)
 	elems = slices.CompactFunc(elems, bytes.Equal)
-	out := appendArrayHeader(dst, len(elems))
+	out := mp.AppendArrayHeader(dst, len(elems))
 	for _, el := range elems {
 		out = append(out, el...)
 	}
@@ -90,7 +91,7 @@ func (e *canonicalEncoder) appendStringMap(dst []byte, m map[string]any, depth i
 	if depth >= maxCanonicalDepth {
 		return dst, errTooDeep
 	}
-	if len(m) > maxMsgpackLen {
+	if len(m) > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
 	keys := make([]string, 0, len(m))
@@ -98,7 +99,7 @@ func (e *canonicalEncoder) appendStringMap(dst []byte, m map[string]any, depth i
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, strings.Compare)
-	out := appendMapHeader(dst, len(keys))
+	out := mp.AppendMapHeader(dst, len(keys))
 	var err error
 	for _, k := range keys {
 		if out, err = e.appendString(out, k); err != nil {
@@ -141,11 +142,11 @@ func appendDatetimeSentinel(dst []byte, t time.Time) []byte {
 	t = t.Truncate(time.Microsecond)
 	var buf [48]byte
 	iso := t.AppendFormat(buf[:0], layout)
-	dst = appendMapHeader(dst, 2)
-	dst = appendStr(dst, "__datetime__")
-	dst = appendBool(dst, true)
-	dst = appendStr(dst, "value")
-	dst = appendStrHeader(dst, len(iso))
+	dst = mp.AppendMapHeader(dst, 2)
+	dst = mp.AppendStr(dst, "__datetime__")
+	dst = mp.AppendBool(dst, true)
+	dst = mp.AppendStr(dst, "value")
+	dst = mp.AppendStrHeader(dst, len(iso))
 	return append(dst, iso...)
 }
 
@@ -154,18 +155,18 @@ func appendDatetimeSentinel(dst []byte, t time.Time) []byte {
 func (e *canonicalEncoder) appendReflect(dst []byte, rv reflect.Value, depth int) ([]byte, error) {
 	switch rv.Kind() {
 	case reflect.Bool:
-		return appendBool(dst, rv.Bool()), nil
+		return mp.AppendBool(dst, rv.Bool()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendInt(dst, rv.Int()), nil
+		return mp.AppendInt(dst, rv.Int()), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return appendUint(dst, rv.Uint()), nil
+		return mp.AppendUint(dst, rv.Uint()), nil
 	case reflect.Float32, reflect.Float64:
 		return e.appendFloat(dst, rv.Float())
 	case reflect.String:
 		return e.appendString(dst, rv.String())
 	case reflect.Pointer:
 		if rv.IsNil() {
-			return appendNil(dst), nil
+			return mp.AppendNil(dst), nil
 		}
 		if depth >= maxCanonicalDepth {
 			return dst, errTooDeep
@@ -183,7 +184,7 @@ func (e *canonicalEncoder) appendReflect(dst []byte, rv reflect.Value, depth int
 		return e.appendReflectMap(dst, rv, depth)
 	}
 	if !rv.IsValid() {
-		return appendNil(dst), nil
+		return mp.AppendNil(dst), nil
 	}
 	return dst, formatErr(opCanonical, ErrUnsupported, fmt.Sprintf("Go type %s is not in the interop data model", rv.Type()))
 }
@@ -205,10 +206,10 @@ func (e *canonicalEncoder) appendReflectList(dst []byte, rv reflect.Value, depth
 		return dst, errTooDeep
 	}
 	n := rv.Len()
-	if n > maxMsgpackLen {
+	if n > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
-	out := appendArrayHeader(dst, n)
+	out := mp.AppendArrayHeader(dst, n)
 	var err error
 	for i := range n {
 		if out, err = e.append(out, rv.Index(i).Interface(), depth+1); err != nil {
@@ -225,7 +226,7 @@ func (e *canonicalEncoder) appendReflectMap(dst []byte, rv reflect.Value, depth 
 		return dst, errTooDeep
 	}
 	n := rv.Len()
-	if n > maxMsgpackLen {
+	if n > mp.MaxLen {
 		return dst, errLenTooLarge
 	}
 	type entry struct {
@@ -237,7 +238,7 @@ func (e *canonicalEncoder) appendReflectMap(dst []byte, rv reflect.Value, depth 
 		entries = append(entries, entry{it.Key().String(), it.Value()})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	out := appendMapHeader(dst, n)
+	out := mp.AppendMapHeader(dst, n)
 	var err error
 	for _, en := range entries {
 		if out, err = e.appendString(out, en.key); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func legacyEncode(block []byte, sum, size uint64, format string) []byte {
 		out = binary.BigEndian.AppendUint32(append(out, 0xdd), uint32(n))
 	}
 	for _, b := range block {
-		out = appendMsgpackUint(out, uint64(b))
+		out = mp.AppendUint(out, uint64(b))
 	}
 	return appendEnvelopeTail(out, sum, size, format)
 }
@@ -228,7 +229,7 @@ func TestEnvelopeRatioEdge(t *testing.T) {
 		{18001, reasonRatio},
 	} {
 		env := vectors.Hex(t, "94c412"+ssBlock+ssChecksum)
-		env = appendMsgpackUint(env, c.size)
+		env = mp.AppendUint(env, c.size)
 		env = append(env, vectors.Hex(t, ssFormat)...)
 		_, err := OpenEnvelope(nil, env)
 		var fe *FormatError

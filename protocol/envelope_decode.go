@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/binary"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"unicode/utf8"
 )
 
@@ -87,42 +88,33 @@ func prescanEnvelope(env []byte) error {
 			skip      uint64 // payload bytes that follow the header
 			container bool
 			width     int // bytes of the length field that follows the marker
+			kind      int
 		)
 		switch {
-		case m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3:
-			// fixint, nil, bool: no payload.
-		case m&0xf0 == 0x80:
+		case m <= 0x7f || m >= 0xe0: // positive and negative fixint
+		case m&0xf0 == mp.FixMap:
 			n, container = uint64(m&0x0f)*2, true
-		case m&0xf0 == 0x90:
+		case m&0xf0 == mp.FixArray:
 			n, container = uint64(m&0x0f), true
-		case m&0xe0 == 0xa0:
+		case m&0xe0 == mp.FixStr:
 			n = uint64(m & 0x1f)
 			skip = n
-		case m == 0xc1:
-			return envelopeErr(ErrMalformed, reasonPrescanMarker)
-		case m == 0xc4 || m == 0xd9:
-			width = 1
-		case m == 0xc5 || m == 0xda:
-			width = 2
-		case m == 0xc6 || m == 0xdb:
-			width = 4
-		case m == 0xc7 || m == 0xc8 || m == 0xc9:
-			width = 1 << (m - 0xc7) // ext8/16/32: length, then a type byte
-		case m == 0xca:
-			skip = 4
-		case m == 0xcb:
-			skip = 8
-		case m >= 0xcc && m <= 0xcf:
-			skip = 1 << (m - 0xcc)
-		case m >= 0xd0 && m <= 0xd3:
-			skip = 1 << (m - 0xd0)
-		case m >= 0xd4 && m <= 0xd8:
-			n = 1 << (m - 0xd4) // fixext data bytes
-			skip = n + 1
-		case m == 0xdc || m == 0xde:
-			width, container = 2, true
-		case m == 0xdd || m == 0xdf:
-			width, container = 4, true
+		default:
+			var w int
+			w, kind = mp.HeaderShape(m)
+			switch kind {
+			case mp.ShapeReserved:
+				return envelopeErr(ErrMalformed, reasonPrescanMarker)
+			case mp.ShapeFixed: // nil, bool, numbers, fixext
+				skip = uint64(w)
+				if m >= mp.FixExt1 && m <= mp.FixExt16 {
+					n = skip - 1 // the pre-scan charges fixext data bytes as slots
+				}
+			case mp.ShapeArray, mp.ShapeMap:
+				width, container = w, true
+			default: // str, bin, ext: a length field
+				width = w
+			}
 		}
 		if width > 0 {
 			if len(env)-pos < width {
@@ -130,12 +122,12 @@ func prescanEnvelope(env []byte) error {
 			}
 			n = readBE(env[pos:], width)
 			pos += width
-			switch {
-			case m == 0xde || m == 0xdf:
+			switch kind {
+			case mp.ShapeMap:
 				n *= 2
-			case m >= 0xc7 && m <= 0xc9:
-				skip = n + 1
-			case !container:
+			case mp.ShapeExt:
+				skip = n + 1 // the type byte follows the length
+			case mp.ShapeBytes:
 				skip = n
 			}
 		}

@@ -24,6 +24,8 @@ package protocol
 // UTF-8) str format, and no trailing bytes. The differential tests in
 // envelope_fast_test.go check this against the general reader.
 
+import "github.com/cachekit-io/cachekit-go/protocol/internal/mp"
+
 // decodeCanonicalEnvelope decodes env into *r when env is a complete
 // envelope of the shape [bin, fixarray(8) of fixint or uint8, unsigned
 // integer, fixstr of ASCII] with nothing after it, storing exactly the
@@ -34,18 +36,18 @@ func decodeCanonicalEnvelope(env []byte, r *rawEnvelope) bool {
 	// Nothing shorter than 14 bytes has this shape: 0x94, an empty bin8
 	// (2), 0x98 and eight fixints (9), a fixint size (1) and an empty
 	// fixstr (1). The length also covers the bin32 header read below.
-	if len(env) < 14 || env[0] != 0x94 {
+	if len(env) < 14 || env[0] != mp.FixArray|4 {
 		return false
 	}
 	// [0] compressed_data: bin8, bin16 or bin32.
 	var size uint64
 	var pos int
 	switch env[1] {
-	case 0xc4:
+	case mp.Bin8:
 		size, pos = uint64(env[2]), 3
-	case 0xc5:
+	case mp.Bin16:
 		size, pos = uint64(env[2])<<8|uint64(env[3]), 4
-	case 0xc6:
+	case mp.Bin32:
 		size, pos = uint64(env[2])<<24|uint64(env[3])<<16|uint64(env[4])<<8|uint64(env[5]), 6
 	default:
 		return false
@@ -65,7 +67,7 @@ func decodeCanonicalEnvelope(env []byte, r *rawEnvelope) bool {
 	// mask only spares the bounds checks. Near the end of a short input the
 	// window is a zero-padded copy, and an array that would run past the
 	// input is caught by the room check after the loop.
-	if env[pos] != 0x98 {
+	if env[pos] != mp.FixArray|8 {
 		return false
 	}
 	pos++
@@ -84,7 +86,7 @@ func decodeCanonicalEnvelope(env []byte, r *rawEnvelope) bool {
 			j++
 			continue
 		}
-		if m != 0xcc {
+		if m != mp.Uint8 {
 			return false
 		}
 		r.checksum[i] = w[(j+1)&15]
@@ -102,10 +104,10 @@ func decodeCanonicalEnvelope(env []byte, r *rawEnvelope) bool {
 	if m <= 0x7f {
 		r.originalSize = uint64(m)
 	} else {
-		if m < 0xcc || m > 0xcf {
+		if m < mp.Uint8 || m > mp.Uint64 {
 			return false
 		}
-		w := 1 << (m - 0xcc)
+		w := 1 << (m - mp.Uint8)
 		if len(env)-pos <= w {
 			return false
 		}
@@ -117,7 +119,7 @@ func decodeCanonicalEnvelope(env []byte, r *rawEnvelope) bool {
 	// checks above leave at least one byte for its header.
 	m = env[pos]
 	pos++
-	if m&0xe0 != 0xa0 || len(env)-pos != int(m&0x1f) {
+	if m&0xe0 != mp.FixStr || len(env)-pos != int(m&0x1f) {
 		return false
 	}
 	f := env[pos:]

@@ -1,7 +1,7 @@
 package protocol
 
 import (
-	"encoding/binary"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"sync"
 	"unsafe"
 
@@ -70,7 +70,7 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 
 	// Compress behind the widest bin header the bound allows, then slide the
 	// block down if the real length needs a shorter header.
-	reserved := 1 + binHeaderLen(lzBound)
+	reserved := 1 + mp.BinHeaderLen(lzBound)
 	// Originals up to 64 KiB, nearly every cached value, go through the
 	// compressor sized for them (lz4block.Compress); larger ones through
 	// pierrec's, unless their first 64 KiB do not compress: pierrec ends
@@ -99,12 +99,12 @@ func SealEnvelope(dst, original []byte, format string) ([]byte, error) {
 		chunked.Clear(work)
 		return dst[:start], envelopeErr(ErrTooLarge, "compressed_data exceeds 512 MiB")
 	}
-	head := 1 + binHeaderLen(m)
+	head := 1 + mp.BinHeaderLen(m)
 	if head < reserved {
 		chunked.Copy(work[head:], work[reserved:reserved+m])
 	}
-	work[0] = 0x94
-	putBinHeader(work[1:head], m)
+	work[0] = mp.FixArray | 4
+	mp.PutBinHeader(work[1:head], m)
 
 	out := dst[:start+head+m]
 	out = appendEnvelopeTail(out, chunked.XXH3(original), uint64(len(original)), format)
@@ -128,10 +128,10 @@ func incompressible(scratch, src []byte) bool {
 // in tests use it to compare the encoding with vectors whose LZ4 bytes come
 // from another compressor.
 func appendEnvelopeFields(dst, compressed []byte, checksum uint64, originalSize uint64, format string) []byte {
-	dst = append(dst, 0x94)
+	dst = append(dst, mp.FixArray|4)
 	var h [5]byte
-	n := binHeaderLen(len(compressed))
-	putBinHeader(h[:n], len(compressed))
+	n := mp.BinHeaderLen(len(compressed))
+	mp.PutBinHeader(h[:n], len(compressed))
 	dst = append(dst, h[:n]...)
 	dst = append(dst, compressed...)
 	return appendEnvelopeTail(dst, checksum, originalSize, format)
@@ -140,71 +140,13 @@ func appendEnvelopeFields(dst, compressed []byte, checksum uint64, originalSize 
 // appendEnvelopeTail appends elements [1] to [3]: the checksum as an array of
 // 8 integers, original_size and the format string.
 func appendEnvelopeTail(dst []byte, checksum, originalSize uint64, format string) []byte {
-	dst = append(dst, 0x98)
+	dst = append(dst, mp.FixArray|8)
 	for shift := 56; shift >= 0; shift -= 8 {
-		dst = appendMsgpackUint(dst, uint64(byte(checksum>>shift)))
+		dst = mp.AppendUint(dst, uint64(byte(checksum>>shift)))
 	}
-	dst = appendMsgpackUint(dst, originalSize)
-	dst = appendMsgpackStr(dst, format)
+	dst = mp.AppendUint(dst, originalSize)
+	dst = mp.AppendStr(dst, format)
 	return dst
-}
-
-// binHeaderLen returns the size of the shortest bin header for n bytes.
-func binHeaderLen(n int) int {
-	switch {
-	case n <= 0xff:
-		return 2
-	case n <= 0xffff:
-		return 3
-	default:
-		return 5
-	}
-}
-
-// putBinHeader writes the shortest bin header for n into h, which is
-// exactly binHeaderLen(n) bytes long.
-func putBinHeader(h []byte, n int) {
-	switch len(h) {
-	case 2:
-		h[0], h[1] = 0xc4, byte(n)
-	case 3:
-		h[0] = 0xc5
-		binary.BigEndian.PutUint16(h[1:], uint16(n))
-	default:
-		h[0] = 0xc6
-		binary.BigEndian.PutUint32(h[1:], uint32(n))
-	}
-}
-
-// appendMsgpackUint appends v as the shortest MessagePack unsigned integer.
-func appendMsgpackUint(dst []byte, v uint64) []byte {
-	switch {
-	case v <= 0x7f:
-		return append(dst, byte(v))
-	case v <= 0xff:
-		return append(dst, 0xcc, byte(v))
-	case v <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(dst, 0xcd), uint16(v))
-	case v <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(dst, 0xce), uint32(v))
-	default:
-		return binary.BigEndian.AppendUint64(append(dst, 0xcf), v)
-	}
-}
-
-// appendMsgpackStr appends s as the shortest MessagePack str.
-func appendMsgpackStr(dst []byte, s string) []byte {
-	switch n := len(s); {
-	case n <= 31:
-		dst = append(dst, 0xa0|byte(n))
-	case n <= 0xff:
-		dst = append(dst, 0xd9, byte(n))
-	case n <= 0xffff:
-		dst = binary.BigEndian.AppendUint16(append(dst, 0xda), uint16(n))
-	default:
-		dst = binary.BigEndian.AppendUint32(append(dst, 0xdb), uint32(n))
-	}
-	return append(dst, s...)
 }
 
 // overlaps reports whether x and y share any memory, the check

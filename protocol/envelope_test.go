@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 				// The writer always picks the shortest bin header.
-				wantMarker := map[int]byte{2: 0xc4, 3: 0xc5, 5: 0xc6}[binHeaderLen(len(e.Compressed))]
+				wantMarker := map[int]byte{2: 0xc4, 3: 0xc5, 5: 0xc6}[mp.BinHeaderLen(len(e.Compressed))]
 				if env[1] != wantMarker || e.LegacyArray || e.OriginalSize != uint64(n) || e.Format != FormatMsgpack {
 					t.Fatalf("header: marker %#x for %d B, legacy %v", env[1], len(e.Compressed), e.LegacyArray)
 				}
@@ -125,7 +126,7 @@ func TestEnvelopeBitFlips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			blockStart := 1 + binHeaderLen(len(e.Compressed))
+			blockStart := 1 + mp.BinHeaderLen(len(e.Compressed))
 			blockEnd := blockStart + len(e.Compressed)
 			inBlock := func(i int) bool { return i >= blockStart && i < blockEnd }
 			mut := make([]byte, len(env))
