@@ -32,7 +32,7 @@ func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key strin
 		}
 	}
 	putScratch(s)
-	if c.obs != nil {
+	if oc != nil {
 		c.obs.end(ctx, oc, result{tier: tierOf(tier), size: len(payload)}, err)
 	}
 	return dst, err

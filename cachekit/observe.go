@@ -8,6 +8,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -202,13 +203,16 @@ type observer struct {
 	m      *meters      // nil: no metrics
 }
 
-// opCall is one observed operation in flight (kept small: begin returns
-// it on every call, observed or not).
+// opCall is one observed operation in flight. Unobserved operations carry
+// a nil *opCall (one word, nothing to zero); observed ones take one from
+// opCalls, so observing allocates nothing in steady state either.
 type opCall struct {
 	span  trace.Span    // nil without a tracer
 	start time.Duration // since epoch, with metrics
 	op    opID
 }
+
+var opCalls = sync.Pool{New: func() any { return new(opCall) }}
 
 // epoch is the origin of opCall.start (a monotonic reading).
 var epoch = time.Now()
@@ -217,7 +221,7 @@ var epoch = time.Now()
 // operation runs with: with a tracer, one carrying the operation's span, so
 // Redis round trips (go-redis hooks such as redisotel's) and the loader's
 // span nest under it. Without providers it is inlined to one nil check.
-func (c *Client) begin(ctx context.Context, op opID, key string) (_ context.Context, oc opCall) {
+func (c *Client) begin(ctx context.Context, op opID, key string) (_ context.Context, oc *opCall) {
 	if c.obs != nil {
 		ctx, oc = c.obs.begin(ctx, op, key, 1)
 	}
@@ -225,15 +229,16 @@ func (c *Client) begin(ctx context.Context, op opID, key string) (_ context.Cont
 }
 
 // beginBatch is begin for an operation on n keys.
-func (c *Client) beginBatch(ctx context.Context, op opID, n int) (_ context.Context, oc opCall) {
+func (c *Client) beginBatch(ctx context.Context, op opID, n int) (_ context.Context, oc *opCall) {
 	if c.obs != nil {
 		ctx, oc = c.obs.begin(ctx, op, "", n)
 	}
 	return ctx, oc
 }
 
-func (o *observer) begin(ctx context.Context, op opID, key string, n int) (context.Context, opCall) {
-	oc := opCall{op: op}
+func (o *observer) begin(ctx context.Context, op opID, key string, n int) (context.Context, *opCall) {
+	oc := opCalls.Get().(*opCall)
+	*oc = opCall{op: op}
 	if o.tracer != nil {
 		ctx, oc.span = o.tracer.Start(ctx, ops[op].span)
 		// An unsampled span costs no digest and no attributes.
@@ -252,13 +257,17 @@ func (o *observer) begin(ctx context.Context, op opID, key string, n int) (conte
 }
 
 // end records how the operation ended.
-func (c *Client) end(ctx context.Context, oc opCall, r result, err error) {
-	if c.obs != nil {
+func (c *Client) end(ctx context.Context, oc *opCall, r result, err error) {
+	if oc != nil {
 		c.obs.end(ctx, oc, r, err)
 	}
 }
 
-func (o *observer) end(ctx context.Context, oc opCall, r result, err error) {
+func (o *observer) end(ctx context.Context, oc *opCall, r result, err error) {
+	defer func() {
+		*oc = opCall{}
+		opCalls.Put(oc)
+	}()
 	out, class := r.out, classNone
 	switch {
 	case err == nil && out == outOK && r.tier != tierNone && isRead(oc.op):

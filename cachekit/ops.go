@@ -16,7 +16,7 @@ import (
 // their invalidation messages when Options.Invalidation is on. Deleting a
 // key that is not cached is not an error.
 func (c *Client) Delete(ctx context.Context, keys ...string) error {
-	var oc opCall
+	var oc *opCall
 	if len(keys) == 1 {
 		ctx, oc = c.begin(ctx, opDelete, keys[0])
 	} else {

@@ -50,6 +50,7 @@ func takeSpans(rec *tracetest.SpanRecorder, seen *int) []sdktrace.ReadOnlySpan {
 // miss each yield exactly one span, cachekit.Get, with the tier that
 // answered, hit or miss, the value's size and the key's digest.
 func TestSpansNameTheTier(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c, rec := tracedClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if err := c.Set(bg, "k", "value"); err != nil {
@@ -96,6 +97,7 @@ func TestSpansNameTheTier(t *testing.T) {
 // loader error that names the key, no span name, attribute, event or
 // status carries the key or the value.
 func TestSpansNeverHoldKeysOrValues(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c, rec := tracedClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), LockTTL: time.Second})
 	const key, value = "user:MARKER-KEY-7f3a", "MARKER-VALUE-c41d"
@@ -144,6 +146,7 @@ func TestSpansNeverHoldKeysOrValues(t *testing.T) {
 // child (cachekit.load) and no spans of the Get and Set it makes inside;
 // a loader error is the span's error with error.type loader.
 func TestLoaderSpanNests(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c, rec := tracedClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if _, err := GetOrLoad(bg, c, "k", func(context.Context) (int, error) { return 7, nil }); err != nil {
@@ -202,6 +205,7 @@ func (h *redisSpans) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // TestRedisRoundTripNestsUnderTheSpan: the ctx a go-redis hook (such as
 // redisotel's) sees carries the operation's span, so its spans nest.
 func TestRedisRoundTripNestsUnderTheSpan(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	h := &redisSpans{}
 	rdb.AddHook(h)
@@ -224,6 +228,7 @@ func TestRedisRoundTripNestsUnderTheSpan(t *testing.T) {
 // TestSpanEvents: an entry that fails to open, a breaker refusal, an SWR
 // refresh and a lock wait are events on the operation's span.
 func TestSpanEvents(t *testing.T) {
+	t.Parallel()
 	hasEvent := func(s sdktrace.ReadOnlySpan, name string) bool {
 		for _, e := range s.Events() {
 			if e.Name == name {
@@ -298,9 +303,7 @@ func TestSpanEvents(t *testing.T) {
 		}()
 		// The second caller joins the first one's load; let the load end
 		// once it has joined (it is counted as a waiter).
-		for !flightHasWaiters(c, "k", 2) {
-			time.Sleep(time.Millisecond) // polling the flight's waiter count
-		}
+		waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 2 })
 		close(release)
 		<-done
 		waited := 0
@@ -315,24 +318,17 @@ func TestSpanEvents(t *testing.T) {
 	})
 }
 
-// flightHasWaiters reports whether key's flight has n waiters.
-func flightHasWaiters(c *Client, key string, n int) bool {
-	c.flights.mu.Lock()
-	defer c.flights.mu.Unlock()
-	f, ok := c.flights.m[key]
-	return ok && f.waiters == n
-}
-
 // TestNoTracerNoSpans: without a TracerProvider the Client has no observer
 // (metrics off too) and records nothing; the ctx it hands on is the
 // caller's.
 func TestNoTracerNoSpans(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	if c.obs != nil {
 		t.Fatal("an observer without a provider")
 	}
 	ctx := context.WithValue(bg, attribute.Key("x"), 1)
-	if got, oc := c.begin(ctx, opGet, "k"); got != ctx || oc != (opCall{}) {
+	if got, oc := c.begin(ctx, opGet, "k"); got != ctx || oc != nil {
 		t.Fatal("begin without providers changed the ctx or observes")
 	}
 }
