@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,6 +42,7 @@ func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // lost and the retry finds the key taken, SetIfAbsent still reports that
 // it stored (the bytes are its own).
 func TestSetIfAbsentLostReply(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	rdb.AddHook(&lostReply{})
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""),
@@ -54,6 +56,7 @@ func TestSetIfAbsentLostReply(t *testing.T) {
 // TestTouchShortensL1: a backfill in flight while Touch shortens the TTL
 // does not leave an L1 copy that outlives the Redis entry.
 func TestTouchShortensL1(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if err := c.SetWithTTL(bg, "k", "v", time.Hour); err != nil {
@@ -79,33 +82,44 @@ func TestTouchShortensL1(t *testing.T) {
 // KeyProvider share its one derivation instead of deriving one after
 // another while holding the only large-work slot.
 func TestLargeSlotNotHeldForKeyDerivation(t *testing.T) {
-	var calls atomic.Int32
-	prov := func(ctx context.Context) (encryption.Keys, error) {
-		calls.Add(1)
-		time.Sleep(100 * time.Millisecond) // a slow key service that then fails
-		return encryption.Keys{}, errors.New("kms unavailable")
-	}
-	c := newClient(t, Options{L1MaxBytes: 64 << 20, LargeValueConcurrency: 1,
-		Encryption: &encryption.Config{Provider: prov}})
-	big := make([]byte, 1<<20)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			var pe *ProviderError
-			if err := c.Set(bg, "big", big); !errors.As(err, &pe) {
-				t.Errorf("Set with the key service down = %v, want a *ProviderError", err)
-			}
-		})
-	}
-	wg.Wait()
-	if n := calls.Load(); n > 2 {
-		t.Fatalf("4 concurrent large Sets called the provider %d times: the slot serialized their derivations", n)
-	}
+	t.Parallel()
+	// A bubble (no network here: L1 only) tells when every Set is blocked,
+	// so the key service answers only once all four have arrived.
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		answer := make(chan struct{})
+		prov := func(ctx context.Context) (encryption.Keys, error) {
+			calls.Add(1)
+			<-answer // a slow key service that then fails
+			return encryption.Keys{}, errors.New("kms unavailable")
+		}
+		c := newClient(t, Options{L1MaxBytes: 64 << 20, LargeValueConcurrency: 1,
+			Encryption: &encryption.Config{Provider: prov}})
+		big := make([]byte, 1<<20)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				var pe *ProviderError
+				if err := c.Set(bg, "big", big); !errors.As(err, &pe) {
+					t.Errorf("Set with the key service down = %v, want a *ProviderError", err)
+				}
+			})
+		}
+		// Each Set waits: for the derivation in flight, or (were the slot
+		// held while deriving) for the slot.
+		synctest.Wait()
+		close(answer)
+		wg.Wait()
+		if n := calls.Load(); n > 2 {
+			t.Fatalf("4 concurrent large Sets called the provider %d times: the slot serialized their derivations", n)
+		}
+	})
 }
 
 // TestSWRKeepsTheLoadersTTL: an entry a loader gave a shorter TTL with
 // OverrideTTL is refreshed once it is due, not on every read.
 func TestSWRKeepsTheLoadersTTL(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Encryption: encConfig(""), SWR: &SWR{}})
 	var calls atomic.Int32

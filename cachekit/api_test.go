@@ -27,6 +27,7 @@ func near(d, want time.Duration) bool { return d <= want && d > want-2*time.Seco
 // TestGetOrLoadDefaultAndOverrideTTL: GetOrLoad stores for DefaultTTL,
 // GetOrLoadTTL for its ttl, and a loader's OverrideTTL wins over both.
 func TestGetOrLoadDefaultAndOverrideTTL(t *testing.T) {
+	t.Parallel()
 	for name, c := range apiModes(t) {
 		t.Run(name, func(t *testing.T) {
 			v, err := GetOrLoad(bg, c, "d", func(context.Context) (string, error) { return "dv", nil })
@@ -58,6 +59,7 @@ func TestGetOrLoadDefaultAndOverrideTTL(t *testing.T) {
 // TestLoaderNotFound: a loader's ErrNotFound reaches the caller, nothing is
 // cached, and the next call loads again.
 func TestLoaderNotFound(t *testing.T) {
+	t.Parallel()
 	for name, c := range apiModes(t) {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
@@ -83,6 +85,7 @@ func TestLoaderNotFound(t *testing.T) {
 // TestSetIfAbsentAndIfPresent: NX and XX semantics in every mode, the
 // value and L1 after each, and one winner among concurrent SetIfAbsents.
 func TestSetIfAbsentAndIfPresent(t *testing.T) {
+	t.Parallel()
 	for name, c := range apiModes(t) {
 		t.Run(name, func(t *testing.T) {
 			if ok, err := c.SetIfPresent(bg, "k", "x", time.Minute); ok || err != nil {
@@ -135,6 +138,7 @@ func TestSetIfAbsentAndIfPresent(t *testing.T) {
 // still does (another writer deleted it without invalidation), a refused
 // SetIfPresent drops the L1 copy.
 func TestSetIfPresentDropsStaleL1(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
 	if err := c.Set(bg, "k", "v"); err != nil {
@@ -154,6 +158,7 @@ func TestSetIfPresentDropsStaleL1(t *testing.T) {
 // TestDeleteManyTouchAndLocal: Delete of several keys, Touch, DeleteLocal
 // and FlushLocal.
 func TestDeleteManyTouchAndLocal(t *testing.T) {
+	t.Parallel()
 	for name, c := range apiModes(t) {
 		t.Run(name, func(t *testing.T) {
 			if err := MSet(bg, c, map[string]int{"a": 1, "b": 2, "c": 3}); err != nil {
@@ -206,6 +211,7 @@ func TestDeleteManyTouchAndLocal(t *testing.T) {
 // TestDeleteLocalLeavesRedis: DeleteLocal and FlushLocal touch only this
 // process's L1: the next read is a Redis hit.
 func TestDeleteLocalLeavesRedis(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
 	if err := MSetWithTTL(bg, c, map[string]string{"x": "1", "y": "2"}, time.Minute); err != nil {
@@ -236,6 +242,7 @@ func TestDeleteLocalLeavesRedis(t *testing.T) {
 
 // TestTypedComplete: the typed view reaches every generic operation.
 func TestTypedComplete(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	users := NewTyped[string](newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20}))
 	if ok, err := users.SetIfAbsent(bg, "u", "ada", time.Minute); !ok || err != nil {

@@ -15,6 +15,7 @@ import (
 // describe (the default serializer, no named arguments) passes through it
 // to the expected key.
 func TestAutoKeyVectors(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "testdata", "protocol", "cache-keys.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -94,6 +94,7 @@ func BenchmarkSetL1Only(b *testing.B) {
 // The hot-path budget: an encrypted L1 hit of a []byte value appended into
 // a dst with room allocates nothing.
 func TestAllocsEncryptedAppendValueL1Hit(t *testing.T) {
+	// Not parallel: counts allocations, which other tests running at once would add to.
 	assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 }
 

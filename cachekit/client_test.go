@@ -10,6 +10,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 type profile struct {
@@ -27,6 +28,7 @@ func sampleProfile() profile {
 }
 
 func TestRoundTripAllModes(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	for name, opts := range modes() {
 		t.Run(name, func(t *testing.T) {
@@ -101,6 +103,7 @@ func toInt(v any) int64 {
 }
 
 func TestL1OnlyMode(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if err := c.Set(bg, "k", "v"); err != nil {
 		t.Fatal(err)
@@ -117,6 +120,7 @@ func TestL1OnlyMode(t *testing.T) {
 }
 
 func TestInvalidTTLRejectedBeforeIO(t *testing.T) {
+	t.Parallel()
 	srv, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
 	srv.Kill() // any I/O would now fail with a backend error
@@ -128,6 +132,7 @@ func TestInvalidTTLRejectedBeforeIO(t *testing.T) {
 }
 
 func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
 	if err := c.SetWithTTL(bg, "short", "v", 10*time.Millisecond); err != nil {
@@ -137,20 +142,17 @@ func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
 	if err != nil || d <= 500*time.Millisecond || d > time.Second {
 		t.Fatalf("TTL after sub-second set = %v, %v; want ceiled to 1s", d, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := Get[string](bg, c, "short")
-		if errors.Is(err, ErrNotFound) {
-			break // expired in both tiers
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("entry still readable 5s after a 1s TTL: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// Redis expires the key on its own clock, a real second: poll for it.
+	if !testwait.Until(5*time.Second, func() bool {
+		_, err = Get[string](bg, c, "short")
+		return errors.Is(err, ErrNotFound) // expired in both tiers
+	}) {
+		t.Fatalf("entry still readable 5s after a 1s TTL: %v", err)
 	}
 }
 
 func TestBackfillBoundedByRemainingTTL(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	writer := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
 	if err := writer.SetWithTTL(bg, "bf", "v", 2*time.Second); err != nil {
@@ -161,20 +163,29 @@ func TestBackfillBoundedByRemainingTTL(t *testing.T) {
 	if err := rdb.PExpire(bg, "bf", 1200*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
-	reader := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	// The reader's L1 expires entries by clk: the test moves it past the
+	// remaining Redis TTL instead of waiting for that TTL to run out.
+	clk := &fakeClock{t: time.Now()}
+	reader := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Clock: clk.now})
 	if _, err := Get[string](bg, reader, "bf"); err != nil {
 		t.Fatal(err)
 	}
 	if st := reader.Stats(); st.L2Hits != 1 {
 		t.Fatalf("first read should come from L2: %+v", st)
 	}
-	time.Sleep(1600 * time.Millisecond)
-	if _, err := Get[string](bg, reader, "bf"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("L1 outlived the remaining L2 TTL: %v", err)
+	if left, ok := reader.l1.Remaining("bf"); !ok || left > 1200*time.Millisecond {
+		t.Fatalf("the backfill holds the entry in L1 for %v (held %v), more than the 1.2s Redis has left", left, ok)
+	}
+	clk.add(1600 * time.Millisecond) // Redis's 1.2s have passed, the 2s of the write have not
+	before := reader.Stats()
+	v, err := Get[string](bg, reader, "bf") // Redis still holds it: its clock is real
+	if st := reader.Stats(); st.L1Hits != before.L1Hits {
+		t.Fatalf("L1 outlived the remaining L2 TTL: served %q, %v from L1 1.6s after 1.2s were left", v, err)
 	}
 }
 
 func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c, err := New(Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if err != nil {
@@ -210,6 +221,7 @@ func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
+	// Not parallel: t.Setenv.
 	bad := map[string]Options{
 		"no storage":                   {},
 		"secure without key":           {L1MaxBytes: 1, RequireEncryption: true},
@@ -251,6 +263,7 @@ func TestOptionsValidation(t *testing.T) {
 // after a rotation; a malformed key in either variable is ErrConfig (and
 // the encryption package's error), naming the variable, never the key.
 func TestSecureFromEnvironment(t *testing.T) {
+	// Not parallel: t.Setenv.
 	oldHex, newHex := strings.Repeat("a1", 32), strings.Repeat("b2", 32)
 	t.Setenv(PreviousMasterKeysEnv, "")
 	t.Setenv(MasterKeyEnv, oldHex)
@@ -300,6 +313,7 @@ func TestSecureFromEnvironment(t *testing.T) {
 // cluster client, so keys in every slot are written and read back, and
 // MGet spans the masters.
 func TestRedisURLCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	opts := Minimal()
 	opts.RedisURL = cl.URL()

@@ -73,6 +73,7 @@ func mustAgree(t *testing.T, c *Client, raw *redis.Client, key, want string) {
 }
 
 func TestCoherenceSetSet(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClient(t, "set", "k", Options{})
 	a := async(func() error { return c.Set(bg, "k", "a") })
 	<-h.Held() // Redis holds "a"; the Set has not written L1 yet
@@ -90,6 +91,7 @@ func TestCoherenceSetSet(t *testing.T) {
 // Set then completes in both tiers. B's SET lands in Redis last, so B's L1
 // write, which finds the version moved, must drop A's value from L1.
 func TestCoherenceSetSetLaterInRedis(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClientWith(t, redistest.NewHoldBefore("set", "k"), Options{})
 	b := async(func() error { return c.Set(bg, "k", "b") })
 	<-h.Held()
@@ -104,6 +106,7 @@ func TestCoherenceSetSetLaterInRedis(t *testing.T) {
 }
 
 func TestCoherenceSetDelete(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClient(t, "set", "token", Options{})
 	a := async(func() error { return c.Set(bg, "token", "revoked-session") })
 	<-h.Held()
@@ -118,6 +121,7 @@ func TestCoherenceSetDelete(t *testing.T) {
 }
 
 func TestCoherenceMSetSet(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClient(t, "set", "m1", Options{})
 	a := async(func() error { return c.MSet(bg, map[string]any{"m1": "old"}, time.Minute) })
 	<-h.Held()
@@ -134,6 +138,7 @@ func TestCoherenceMSetSet(t *testing.T) {
 // A Get that read the old value from Redis before a Set must not backfill
 // it over the Set.
 func TestCoherenceBackfillSet(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{"set", "delete"} {
 		t.Run(op, func(t *testing.T) {
 			c, h, raw := heldClient(t, "get", "k", Options{})
@@ -164,6 +169,7 @@ func TestCoherenceBackfillSet(t *testing.T) {
 }
 
 func TestCoherenceMGetSet(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClient(t, "mget", "k", Options{})
 	writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")})
 	if err := writer.Set(bg, "k", "old"); err != nil {
@@ -183,6 +189,7 @@ func TestCoherenceMGetSet(t *testing.T) {
 
 // GetOrLoad stores what its loader returned; a Set that lands meanwhile wins.
 func TestCoherenceLoaderStoreSet(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClient(t, "set", "k", Options{})
 	r := async(func() error {
 		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
@@ -203,6 +210,7 @@ func TestCoherenceLoaderStoreSet(t *testing.T) {
 // key, and A applies B's invalidation before its held Set writes L1. A must
 // not keep its own, older value.
 func TestCoherenceInvalidationSet(t *testing.T) {
+	t.Parallel()
 	c, h, raw := heldClient(t, "set", "k", Options{Invalidation: &Invalidation{}})
 	b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
 	a := async(func() error { return c.Set(bg, "k", "from-a") })
@@ -211,7 +219,7 @@ func TestCoherenceInvalidationSet(t *testing.T) {
 	if err := b.Set(bg, "k", "from-b"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return c.InvalidationStats().Applied >= before+1 })
+	waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied >= before+1 })
 	h.Release()
 	if err := <-a; err != nil {
 		t.Fatal(err)
@@ -221,6 +229,7 @@ func TestCoherenceInvalidationSet(t *testing.T) {
 }
 
 func TestCoherenceMessagesNameNoValue(t *testing.T) {
+	t.Parallel()
 	// The pub/sub message kept for earlier releases names the key only.
 	iv := newInvalidator(&Invalidation{})
 	msg := string(iv.message("app:user:1"))

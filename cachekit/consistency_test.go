@@ -10,6 +10,7 @@ import (
 // Read-your-write: two goroutines each Set then immediately Get their own
 // keys; a Get that returns anything but the value just written fails.
 func TestReadYourWrite(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	n := 10000
 	if testing.Short() {
@@ -63,6 +64,7 @@ func TestReadYourWrite(t *testing.T) {
 // The same race with real goroutines: readers backfilling while a writer
 // moves the value forward; after the writer's last Set, every Get sees it.
 func TestConcurrentBackfillAndSet(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	const rounds = 300

@@ -16,6 +16,7 @@ import (
 // options, never from the bytes: an error, or for the plain reader the
 // envelope decoded as one msgpack document (never unwrapped to its inner value).
 func TestDecryptedContainerVectorsThroughClient(t *testing.T) {
+	t.Parallel()
 	type row struct {
 		Name          string `json:"name"`
 		Reader        string `json:"reader"`

@@ -15,6 +15,7 @@ import (
 // Reliability: the "Default: X." sentence of each field's doc comment must
 // be what withDefaults gives a zero Reliability.
 func TestReliabilityDefaultsMatchDocs(t *testing.T) {
+	t.Parallel()
 	f, err := parser.ParseFile(token.NewFileSet(), "reliability.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)

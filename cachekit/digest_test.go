@@ -13,6 +13,7 @@ import (
 // milliseconds); with a static master key every Client of the fleet agrees
 // on it, other tenants and keyless Clients do not.
 func TestKeyDigestIsKeyed(t *testing.T) {
+	t.Parallel()
 	const key = "session:user:4242"
 	unkeyed := blake2b.Sum256([]byte(key))
 	a := newClient(t, Options{L1MaxBytes: 1 << 10, Encryption: encConfig("")})

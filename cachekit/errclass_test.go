@@ -12,6 +12,7 @@ import (
 // the caller's own mistakes are reported before any I/O (here: against a
 // Redis that is down, so any I/O would surface as a *BackendError).
 func TestErrorClasses(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
 	down := newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig("")})

@@ -14,6 +14,7 @@ import (
 // with the error returned (no reliability stack) and absorbed (FailOpen),
 // and with no invalidation to clear L1 for it.
 func TestFailedWriteNeverLeavesOldL1(t *testing.T) {
+	t.Parallel()
 	for name, rel := range map[string]*Reliability{"returned": nil, "absorbed": {FailOpen: true}} {
 		t.Run(name, func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // faultLoad drives Get, Set, Delete, MGet and GetOrLoad through a Client's
@@ -53,6 +55,25 @@ func startLoad(c *Client, workers int, keyf func(i int) string) *faultLoad {
 		go l.work()
 	}
 	return l
+}
+
+// made returns how many calls the load has made so far, in every phase.
+func (l *faultLoad) made() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.calls {
+		n += c
+	}
+	return n
+}
+
+// await waits until the load has made n more calls (of any outcome),
+// failing the test with what after 10 s.
+func (l *faultLoad) await(t *testing.T, n int, what string) {
+	t.Helper()
+	from := l.made()
+	testwait.For(t, 10*time.Second, func() bool { return l.made() >= from+n }, what)
 }
 
 // setPhase starts a new measurement window ("during", "after").
@@ -111,7 +132,8 @@ func (l *faultLoad) work() {
 			return
 		}
 		// Pace the load (a few thousand calls a second in all), so the
-		// tables count calls a service would make, not a spin loop.
+		// tables count calls a service would make, not a spin loop: a rate
+		// against a real server, not a wait for anything.
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -256,20 +278,19 @@ func (l *faultLoad) result(name string) faultResult {
 func recoverWithin(t *testing.T, c *Client, raw redis.UniversalClient, key string, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for i := 0; ; i++ {
+	var err error
+	i := 0
+	if !testwait.Until(limit, func() bool {
 		want := fmt.Sprint(key, "|probe", i)
+		i++
 		ctx, cancel := context.WithTimeout(bg, time.Second)
-		err := c.Set(ctx, key, want)
-		ok := err == nil && readsBack(ctx, c, raw, key, want)
-		cancel()
-		if ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("client not serving from redis %v after the fault ended (last error %v)", limit, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		defer cancel()
+		err = c.Set(ctx, key, want)
+		return err == nil && readsBack(ctx, c, raw, key, want)
+	}) {
+		t.Fatalf("client not serving from redis %v after the fault ended (last error %v)", limit, err)
 	}
+	return time.Since(start)
 }
 
 // readsBack reports whether raw holds key with the value the Client stored

@@ -28,6 +28,7 @@ const (
 	openBound  = time.Millisecond       // acceptance: within 1 ms while the breaker is open
 	preKeys    = 32
 	recoverStd = 2 * time.Second
+	preTraffic = 200 // calls the load makes before a fault is applied
 )
 
 // standaloneFault is one fault on a single server.
@@ -89,6 +90,7 @@ func waitAnswers(addr string) {
 }
 
 func TestFaultsStandalone(t *testing.T) {
+	// Not parallel: bounds call latencies (500 ms, 1 ms while open) and counts the goroutines left after Close.
 	for _, mode := range []string{"production", "secure"} {
 		for _, fc := range standaloneFaults() {
 			t.Run(mode+"/"+fc.name, func(t *testing.T) { runStandaloneFault(t, mode, fc) })
@@ -116,10 +118,13 @@ func runStandaloneFault(t *testing.T, mode string, fc standaloneFault) {
 	c := newClient(t, opts)
 	writePre(t, c, preKeys)
 	load := startLoad(c, 4, nil)
-	time.Sleep(200 * time.Millisecond) // a little traffic before the fault
+	load.await(t, preTraffic, "traffic before the fault")
 	degraded := c.ReliabilityStats().Degraded
 	load.setPhase("during")
 	fc.inject(f)
+	// The fault lasts faultFor of real time: the redis-server (stopped,
+	// SIGSTOPped, asleep in DEBUG SLEEP) and the proxy live on the wall
+	// clock, and the load's calls are measured against it for the table.
 	time.Sleep(faultFor)
 	load.setPhase("after")
 	res := load.result(mode + ": " + fc.name)
@@ -145,6 +150,7 @@ func runStandaloneFault(t *testing.T, mode string, fc standaloneFault) {
 // against a hung (SIGSTOPped) Redis to 150 ms, in every preset, and with
 // Reliability off too (the client New opens honours ctx deadlines).
 func TestCallerDeadlineBoundsHungRedis(t *testing.T) {
+	// Not parallel: bounds a Get at 150 ms.
 	secure, err := Secure(strings.Repeat("42", 32))
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +191,7 @@ func TestCallerDeadlineBoundsHungRedis(t *testing.T) {
 // reports the outage with a *BackendError, and the Client works once Redis
 // is up.
 func TestRedisDownAtStart(t *testing.T) {
+	// Not parallel: bounds New and Ping in wall time.
 	t.Run("refused", func(t *testing.T) {
 		srv := redistest.Start(t)
 		srv.Stop()

@@ -54,6 +54,7 @@ func failoverClient(t *testing.T, sen *redistest.Sentinel) *redis.Client {
 // master of a slot under load; a replica takes over and the Client serves
 // that slot from Redis again within 10 s.
 func TestFaultsClusterMasterKill(t *testing.T) {
+	// Not parallel: bounds call latencies and counts the goroutines left after Close.
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := redistest.StartClusterReplicas(t, 3, 1)
@@ -64,7 +65,7 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 			writePre(t, c, preKeys)
 			cl.WaitReplicated(t)
 			load := startLoad(c, 4, nil)
-			time.Sleep(200 * time.Millisecond)
+			load.await(t, preTraffic, "traffic before the fault")
 			degraded := c.ReliabilityStats().Degraded
 			load.setPhase("during")
 			slot := cl.Slot(t, "pre:0")
@@ -92,6 +93,7 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 // (MIGRATING/IMPORTING, keys moved in batches, then the slot reassigned):
 // the Client follows ASK and MOVED with no wrong value and nothing lost.
 func TestFaultsClusterReshard(t *testing.T) {
+	// Not parallel: bounds call latencies and counts the goroutines left after Close.
 	cl := redistest.StartClusterReplicas(t, 3, 1)
 	opts := Production()
 	opts.Redis = clusterClient(t, cl)
@@ -105,7 +107,7 @@ func TestFaultsClusterReshard(t *testing.T) {
 		}
 	}
 	load := startLoad(c, 4, func(i int) string { return fmt.Sprint(tag, "load:", i) })
-	time.Sleep(200 * time.Millisecond)
+	load.await(t, preTraffic, "traffic before the reshard")
 	load.setPhase("during")
 	slot := cl.Slot(t, tag)
 	from := cl.MasterOf(slot)
@@ -116,7 +118,7 @@ func TestFaultsClusterReshard(t *testing.T) {
 	start := time.Now()
 	cl.BeginMigrate(t, slot, from, to)
 	for cl.MigrateKeys(t, slot, from, to, 2) > 0 {
-		time.Sleep(20 * time.Millisecond) // let the load hit the ASK window
+		load.await(t, 20, "load calls in the ASK window") // let the load hit the ASK window
 	}
 	cl.FinishMigrate(t, slot, from, to)
 	moved := time.Since(start)
@@ -149,6 +151,7 @@ func TestFaultsClusterReshard(t *testing.T) {
 // under load; the Sentinels agree on a new master and the Client serves
 // from Redis again within 10 s with nothing replicated lost.
 func TestFaultsSentinelFailover(t *testing.T) {
+	// Not parallel: bounds call latencies and counts the goroutines left after Close.
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			sen := redistest.StartSentinelN(t, 3)
@@ -159,7 +162,7 @@ func TestFaultsSentinelFailover(t *testing.T) {
 			writePre(t, c, preKeys)
 			sen.WaitReplicated(t)
 			load := startLoad(c, 4, nil)
-			time.Sleep(200 * time.Millisecond)
+			load.await(t, preTraffic, "traffic before the fault")
 			degraded := c.ReliabilityStats().Degraded
 			load.setPhase("during")
 			sen.KillMaster(t)

@@ -13,6 +13,7 @@ import (
 // is left (none of the module's, and the process count is back to what it
 // was before New).
 func TestCloseCancelsBlockedLoader(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	before := runtime.NumGoroutine()
 	c, err := New(Options{L1MaxBytes: 1 << 20})
 	if err != nil {
@@ -49,6 +50,7 @@ func TestCloseCancelsBlockedLoader(t *testing.T) {
 // its own loader instead of joining the stuck one, even when the stuck
 // loader ignores its ctx.
 func TestAbandonedLoadDoesNotWedgeKey(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	unstick := make(chan struct{})
 	defer close(unstick)
@@ -80,6 +82,7 @@ func TestAbandonedLoadDoesNotWedgeKey(t *testing.T) {
 // callers without a deadline of their own stop waiting for a loader that
 // ignores its ctx, and the key loads afresh.
 func TestLoaderIgnoringCtxDoesNotHoldCallers(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, LoadTimeout: 50 * time.Millisecond})
 	unstick := make(chan struct{})
 	defer close(unstick)
@@ -108,6 +111,7 @@ func TestLoaderIgnoringCtxDoesNotHoldCallers(t *testing.T) {
 // TestLoadGoesOnForRemainingWaiters: one caller giving up does not cancel a
 // load another caller still waits for.
 func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -149,6 +153,7 @@ func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
 
 // TestLoadTimeoutBoundsLoader: the loader's ctx carries Options.LoadTimeout.
 func TestLoadTimeoutBoundsLoader(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, LoadTimeout: 50 * time.Millisecond})
 	deadline := make(chan bool, 1)
 	_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(ctx context.Context) (string, error) {

@@ -49,6 +49,7 @@ func openBreaker(t *testing.T, c *Client) {
 // counted; go-redis's own log lines reach Options.Logger at debug level;
 // no log line names the key.
 func TestBreakerClosesOnEvidence(t *testing.T) {
+	// Not parallel: bounds a refusal at 1 ms and the recovery at 1.5 s.
 	srv := redistest.Start(t)
 	var logs syncBuffer
 	reader := sdkmetric.NewManualReader()
@@ -103,6 +104,7 @@ func TestBreakerClosesOnEvidence(t *testing.T) {
 // and its success closes the breaker; it is nil in L1-only mode and
 // ErrClosed after Close.
 func TestPingIsAHealthCheck(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, Options{
 		RedisURL:    srv.URL(),
@@ -140,6 +142,7 @@ func TestPingIsAHealthCheck(t *testing.T) {
 // TestTrackingReconnectClosesBreaker: with the background PING parked,
 // tracking reconnecting alone is evidence enough to close the breaker.
 func TestTrackingReconnectClosesBreaker(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, Options{
 		RedisURL:     srv.URL(),
@@ -158,6 +161,7 @@ func TestTrackingReconnectClosesBreaker(t *testing.T) {
 // expires against a slow Redis has given up; that says nothing about Redis
 // and must not open the breaker.
 func TestCallerDeadlineDoesNotOpenBreaker(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartArgs(t, "--enable-debug-command", "yes")
 	c := newClient(t, Options{RedisURL: srv.URL(), Reliability: &Reliability{BreakerThreshold: 1, MaxAttempts: 1}})
 	done := make(chan struct{})

@@ -101,6 +101,7 @@ func historyKeys(round, n int) []string {
 // 20 rounds of 8 goroutines on each of 2 Clients (encrypted, tracking on)
 // writing shared keys: 0 divergent keys after quiescence.
 func TestHistoryTwoClients(t *testing.T) {
+	t.Parallel()
 	srv, _ := withRedis(t)
 	opts := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}}
 	clients := []*Client{newClient(t, opts), newClient(t, opts)}
@@ -137,6 +138,7 @@ func TestHistoryTwoClients(t *testing.T) {
 // (only the L1 version guard keeps it coherent) and on: every key agrees
 // with Redis as soon as the goroutines stop.
 func TestHistoryOneClient32Goroutines(t *testing.T) {
+	t.Parallel()
 	for _, inv := range []bool{false, true} {
 		t.Run(fmt.Sprintf("invalidation=%v", inv), func(t *testing.T) {
 			srv, _ := withRedis(t)

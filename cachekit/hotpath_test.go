@@ -19,6 +19,7 @@ import (
 // every operation rather than a failure in New.
 
 func TestClientAADMatchesPerCallBuilder(t *testing.T) {
+	t.Parallel()
 	keys := []string{"k", "user:12345", "ключ", "a b\tc", string(bytes.Repeat([]byte("x"), 300))}
 	for _, prefix := range []string{"", "app:", "τ/"} {
 		for _, tenant := range []string{"", "acme"} {
@@ -46,6 +47,7 @@ func TestClientAADMatchesPerCallBuilder(t *testing.T) {
 }
 
 func TestClientInvalidPrefixFailsEveryEncryptedOp(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, KeyPrefix: "\xffp:", Encryption: encConfig("")})
 	_, want := protocol.AppendAADKey(nil, "default", "\xffp:", "k", protocol.FormatMsgpack, true)
 	if want == nil {
@@ -107,6 +109,7 @@ func (r *cmdRecorder) take() []string {
 
 // A read from Redis asks for the remaining TTL only when it will backfill L1.
 func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	rec := &cmdRecorder{}
 	rdb.AddHook(rec)
@@ -137,6 +140,7 @@ func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
 // Scratch buffers held decrypted bytes: putScratch wipes them, also when
 // they are too large to pool and go to the garbage collector instead.
 func TestPutScratchWipesDecryptedBytes(t *testing.T) {
+	// Not parallel: reads buffers it has put back in the package-wide scratch pool, which a parallel test could take and fill.
 	for _, size := range []int{64, maxPooled + 1} {
 		s := &scratch{plain: bytes.Repeat([]byte{0xAA}, size), value: bytes.Repeat([]byte{0xBB}, size)}
 		plain, value := s.plain, s.value

@@ -18,6 +18,7 @@ type readerRow struct {
 // unsorted keys, float32, a non-string map key, an ext type) through Get,
 // and refuses every one it MUST reject, with an *EntryError.
 func TestInteropReaderVectorsThroughClient(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Interop: true})
 	accept := vectors.Group[readerRow](t, "interop-mode.json", "reader_accept_vectors")
@@ -56,6 +57,7 @@ func TestInteropReaderVectorsThroughClient(t *testing.T) {
 // interop mode as the protocol's datetime sentinel and reads back as the
 // same instant (at microsecond precision), into time.Time and into any.
 func TestInteropTimes(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Interop: true})
 	type event struct {
@@ -89,6 +91,7 @@ func TestInteropTimes(t *testing.T) {
 // TestInteropTimesInGenericDestinations: a datetime sentinel revives into
 // time.Time whatever holds it: a map, a slice, an any field of a struct.
 func TestInteropTimesInGenericDestinations(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Interop: true})
 	when := time.Date(2026, 12, 3, 14, 5, 6, 0, time.UTC)

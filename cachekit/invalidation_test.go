@@ -3,6 +3,8 @@ package cachekit
 import (
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // invalidationBound is the delay within which a write on one Client must be
@@ -10,6 +12,7 @@ import (
 const invalidationBound = 2 * time.Second
 
 func TestInvalidationAcrossClients(t *testing.T) {
+	t.Parallel()
 	srv, _ := withRedis(t)
 	opts := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}}
 	a := newClient(t, opts)
@@ -48,20 +51,14 @@ func TestInvalidationAcrossClients(t *testing.T) {
 	if err := a.Delete(bg, "k"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(invalidationBound)
-	for {
-		_, err := Get[string](bg, b, "k")
-		if err == ErrNotFound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delete on a not seen by b within %v: %v", invalidationBound, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	if !testwait.Until(invalidationBound, func() bool { _, err = Get[string](bg, b, "k"); return err == ErrNotFound }) {
+		t.Fatalf("delete on a not seen by b within %v: %v", invalidationBound, err)
 	}
 }
 
 func TestInvalidationPrefixesAndMSet(t *testing.T) {
+	t.Parallel()
 	srv, _ := withRedis(t)
 	a := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:", Invalidation: &Invalidation{Channel: "ch"}})
 	b := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:", Invalidation: &Invalidation{Channel: "ch"}})
@@ -91,15 +88,9 @@ func TestInvalidationPrefixesAndMSet(t *testing.T) {
 // waitValue polls c until key reads as want, failing after invalidationBound.
 func waitValue[T comparable](t *testing.T, c *Client, key string, want T) {
 	t.Helper()
-	deadline := time.Now().Add(invalidationBound)
-	for {
-		v, err := Get[T](bg, c, key)
-		if err == nil && v == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("write not visible within %v: got %v, %v", invalidationBound, v, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var v T
+	var err error
+	if !testwait.Until(invalidationBound, func() bool { v, err = Get[T](bg, c, key); return err == nil && v == want }) {
+		t.Fatalf("write not visible within %v: got %v, %v", invalidationBound, v, err)
 	}
 }

@@ -32,6 +32,7 @@ func largeValue(n int) []byte {
 // chunked.Size bytes, and every stage of the path reports its pieces: the
 // bytes reported per operation are counted, not timed.
 func TestLargePathBoundedPieces(t *testing.T) {
+	// Not parallel: chunked.Observe sees every large operation in the process.
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 64 << 20, Encryption: encConfig("")})
 	const size = 4 << 20
@@ -95,6 +96,7 @@ func TestLargePathBoundedPieces(t *testing.T) {
 // its error says so), small operations do not wait, and the waiter runs
 // once the slot is free.
 func TestLargeValueConcurrency(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 64 << 20, Encryption: encConfig(""), LargeValueConcurrency: 1})
 	v := largeValue(LargeValueBytes)
 	if err := c.Set(bg, "stored", v); err != nil {
@@ -163,6 +165,7 @@ func TestLargeValueConcurrency(t *testing.T) {
 // operations (at least one) run at once; a negative setting removes the
 // bound.
 func TestLargeValueConcurrencyDefault(t *testing.T) {
+	// Not parallel: changes GOMAXPROCS.
 	for _, tc := range []struct {
 		name     string
 		procs    int
@@ -228,6 +231,7 @@ func TestLargeValueConcurrencyDefault(t *testing.T) {
 // library worked before) are read by the other, through Redis, with and
 // without encryption and compression.
 func TestLargeOneShotAndChunkedReadEachOther(t *testing.T) {
+	// Not parallel: chunked.SetOneShot switches the path for the whole process.
 	_, rdb := withRedis(t)
 	v := largeValue(3<<20 + 17)
 	for name, opts := range map[string]Options{
@@ -263,6 +267,7 @@ func TestLargeOneShotAndChunkedReadEachOther(t *testing.T) {
 // the value (the msgpack payload and the entry, sealed in place), so with
 // the caller's own value at most three times the value is live at once.
 func TestLargeSetAllocation(t *testing.T) {
+	// Not parallel: reads the process's allocation counter.
 	c := newClient(t, Options{L1MaxBytes: 256 << 20, Encryption: encConfig("")})
 	const size = 16 << 20
 	v := largeValue(size)

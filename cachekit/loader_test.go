@@ -7,9 +7,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	var calls atomic.Int32
@@ -32,7 +35,8 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 			results <- err
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // let every caller join the flight
+	// Let the load end once every caller has joined its flight.
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("user:42") == 100 })
 	close(release)
 	wg.Wait()
 	close(results)
@@ -53,6 +57,7 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 }
 
 func TestGetOrLoadCancelledWaiterDoesNotCancelLoad(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	release := make(chan struct{})
 	var loaderCtxErr atomic.Value
@@ -70,12 +75,12 @@ func TestGetOrLoadCancelledWaiterDoesNotCancelLoad(t *testing.T) {
 		done <- err
 	}()
 	other := make(chan string, 1)
-	time.Sleep(20 * time.Millisecond)
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 1 }) // the load runs
 	go func() {
 		v, _ := GetOrLoadTTL(bg, c, "k", time.Minute, loader)
 		other <- v
 	}()
-	time.Sleep(20 * time.Millisecond)
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 2 }) // other joined it
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter got %v", err)
@@ -90,6 +95,7 @@ func TestGetOrLoadCancelledWaiterDoesNotCancelLoad(t *testing.T) {
 }
 
 func TestGetOrLoadErrorsAreNotCached(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	boom := errors.New("backend of record down")
 	if _, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
@@ -108,13 +114,22 @@ func TestGetOrLoadErrorsAreNotCached(t *testing.T) {
 }
 
 func TestGetOrLoadDistributedLockAcrossClients(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
+	refused := &lockRefused{key: "shared:lock", seen: make(chan struct{})}
+	rdb.AddHook(refused)
 	opts := Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), LockTTL: 2 * time.Second}
 	a, b := newClient(t, opts), newClient(t, opts)
 	var calls atomic.Int32
 	loader := func(ctx context.Context) (string, error) {
 		calls.Add(1)
-		time.Sleep(200 * time.Millisecond)
+		// Load until the other instance has found the lock taken (then it
+		// waits for this value instead of loading its own).
+		select {
+		case <-refused.seen:
+		case <-time.After(5 * time.Second):
+			t.Error("the other instance never tried the lock while this one loaded")
+		}
 		return "v", nil
 	}
 	var wg sync.WaitGroup
@@ -136,7 +151,32 @@ func TestGetOrLoadDistributedLockAcrossClients(t *testing.T) {
 	}
 }
 
+// lockRefused is a go-redis hook that closes seen once a SET NX of key is
+// refused (the lock is held by someone else).
+type lockRefused struct {
+	key  string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (h *lockRefused) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lockRefused) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *lockRefused) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if bc, ok := cmd.(*redis.BoolCmd); ok && err == nil && cmd.Name() == "set" && len(args) > 1 &&
+			args[1] == h.key && args[len(args)-1] == "nx" && !bc.Val() {
+			h.once.Do(func() { close(h.seen) })
+		}
+		return err
+	}
+}
+
 func TestGetOrLoadReplacesTamperedEntry(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
 	if err := rdb.Set(bg, "k", []byte("not a sealed entry at all, just junk"), time.Minute).Err(); err != nil {

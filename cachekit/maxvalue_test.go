@@ -14,6 +14,7 @@ import (
 // 8 MiB envelope of zeros, about 32 KiB stored, that a reader limited to 1 MiB
 // meets) is refused before the reader allocates for it.
 func TestMaxValueBytes(t *testing.T) {
+	// Not parallel: reads the process's allocation counter.
 	_, rdb := withRedis(t)
 	small := newClient(t, Options{Redis: rdb, MaxValueBytes: 1 << 20})
 	big := make([]byte, 2<<20)

@@ -56,6 +56,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 // and, for errors, the class a caller would branch on; the scope carries
 // the module's version.
 func TestMetricsRecorded(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -172,6 +173,7 @@ func TestMetricsRecorded(t *testing.T) {
 
 // The hot-path budget holds with an explicit no-op MeterProvider too.
 func TestAllocsEncryptedAppendValueL1HitNoopMetrics(t *testing.T) {
+	// Not parallel: counts allocations.
 	c := assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: noop.NewMeterProvider()})
 	if c.met == nil {
 		t.Fatal("metrics not set up with an explicit provider")
@@ -181,6 +183,7 @@ func TestAllocsEncryptedAppendValueL1HitNoopMetrics(t *testing.T) {
 // With the OpenTelemetry SDK recording, the L1 hit stays allocation-free:
 // counters and histograms record with prebuilt attribute sets.
 func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
+	// Not parallel: counts allocations.
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp})
@@ -238,6 +241,7 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 // reliability counters are exported; a killed tracking connection shows as
 // a loss and tracking back at 1.
 func TestInvalidationAndReliabilityMetrics(t *testing.T) {
+	t.Parallel()
 	srv, raw := withRedis(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

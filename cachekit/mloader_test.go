@@ -3,7 +3,6 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 // call that sees only them; what it returns is cached for DefaultTTL, what
 // it leaves out is absent and not cached; a loader error is returned.
 func TestMGetOrLoad(t *testing.T) {
+	t.Parallel()
 	for name, c := range apiModes(t) {
 		t.Run(name, func(t *testing.T) {
 			if err := MSet(bg, c, map[string]int{"a": 1, "b": 2}); err != nil {
@@ -62,6 +62,7 @@ func TestMGetOrLoad(t *testing.T) {
 // overlapping keys load each key once: a key already being loaded is
 // waited for, not handed to another loader.
 func TestMGetOrLoadSingleFlight(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	release := make(chan struct{})
 	started := make(chan struct{}, 2) // one per batch loader
@@ -116,6 +117,7 @@ func TestMGetOrLoadSingleFlight(t *testing.T) {
 // TestMGetOrLoadCallerCancel: a caller whose ctx ends gets ctx.Err() at
 // once; the load goes on for the others.
 func TestMGetOrLoadCallerCancel(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	release, entered := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(bg)
@@ -137,15 +139,8 @@ func TestMGetOrLoadCallerCancel(t *testing.T) {
 		})
 		waiter <- m["k"]
 	}()
-	for { // until the second caller waits on k's flight too
-		c.flights.mu.Lock()
-		n := c.flights.m["k"].waiters
-		c.flights.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		runtime.Gosched()
-	}
+	// Until the second caller waits on k's flight too.
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 2 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller = %v, want context.Canceled", err)

@@ -13,6 +13,7 @@ import (
 // TestPresetDefaults pins what each preset sets (README, docs/presets.md
 // and the presets' doc comments state these numbers).
 func TestPresetDefaults(t *testing.T) {
+	t.Parallel()
 	secure, err := Secure(strings.Repeat("42", 32))
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestPresetDefaults(t *testing.T) {
 // TestNewDoesNotModifyOptions: New reads Options (and everything they point
 // to) and writes nothing back, whatever defaults it fills in.
 func TestNewDoesNotModifyOptions(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	key := bytes.Repeat([]byte{9}, 32)
 	o := Production()

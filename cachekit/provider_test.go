@@ -16,6 +16,7 @@ import (
 // failure, not logged as one, and GetOrLoad neither runs its loader nor
 // overwrites it; once the provider answers, the same entry reads back.
 func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
 	if err := w.Set(bg, "k", "valid"); err != nil {
@@ -55,6 +56,7 @@ func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
 // the keyring refuses (a 16-byte key) is a configuration problem, not a bad
 // entry: no open failure counted, no reload over the valid entry.
 func TestProviderBadKeysAreNotACorruptEntry(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
 	if err := w.Set(bg, "k", "valid"); err != nil {

@@ -10,6 +10,7 @@ import (
 // The README's quickstart must be the body of Example (which runs with
 // `// Output:` in go test), so the snippet users copy compiles and works.
 func TestReadmeQuickstartMatchesExample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)

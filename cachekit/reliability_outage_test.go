@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // TestOutageUnderLoad stops redis-server in the middle of a two-goroutine
@@ -16,9 +18,11 @@ import (
 // the mode says, the breaker opens and recovers, and what was written
 // before the outage reads back after it.
 func TestOutageUnderLoad(t *testing.T) {
+	t.Parallel()
 	for _, failOpen := range []bool{true, false} {
 		name := map[bool]string{true: "failopen", false: "failclosed"}[failOpen]
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv, rdb := withRedis(t)
 			c := newClient(t, Options{
 				Redis:      rdb,
@@ -71,29 +75,30 @@ func TestOutageUnderLoad(t *testing.T) {
 							return
 						}
 						cancel()
+						// Pace the load (about a thousand calls a second per
+						// goroutine against a real server), as a service
+						// would call, not a spin loop.
 						time.Sleep(time.Millisecond)
 					}
 				}()
 			}
-			time.Sleep(100 * time.Millisecond)
+			// A load goroutine that failed has stopped: its error is
+			// reported below, so waits for reads end on it too.
+			failed := func() bool { return len(errc) > 0 }
+			testwait.For(t, 5*time.Second, func() bool { return hits.Load() >= 20 || failed() }, "reads before the outage")
 			srv.Stop()
-			deadline := time.Now().Add(5 * time.Second)
-			for c.ReliabilityStats().BreakerOpened == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("breaker did not open during the outage")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			time.Sleep(200 * time.Millisecond) // probes fail while Redis is down
+			testwait.For(t, 5*time.Second, func() bool { return c.ReliabilityStats().BreakerOpened > 0 },
+				"the breaker opening during the outage")
+			// Half-open probes fail while Redis is down: two of them, each
+			// reopening the breaker, before Redis comes back.
+			testwait.For(t, 5*time.Second, func() bool { return c.ReliabilityStats().BreakerOpened >= 3 },
+				"failed probes reopening the breaker during the outage")
 			srv.Restart()
-			deadline = time.Now().Add(10 * time.Second)
-			for c.ReliabilityStats().Breaker != BreakerClosed {
-				if time.Now().After(deadline) {
-					t.Fatalf("breaker did not recover: %+v", c.ReliabilityStats())
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !testwait.Until(10*time.Second, func() bool { return c.ReliabilityStats().Breaker == BreakerClosed }) {
+				t.Fatalf("breaker did not recover: %+v", c.ReliabilityStats())
 			}
-			time.Sleep(100 * time.Millisecond)
+			recovered := hits.Load()
+			testwait.For(t, 5*time.Second, func() bool { return hits.Load() >= recovered+20 || failed() }, "reads after the recovery")
 			stop.Store(true)
 			wg.Wait()
 			close(errc)
@@ -126,6 +131,7 @@ func TestOutageUnderLoad(t *testing.T) {
 
 // GetOrLoad under fail-open runs the loader when Redis is down.
 func TestFailOpenGetOrLoadLoads(t *testing.T) {
+	t.Parallel()
 	srv, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Reliability: &Reliability{FailOpen: true, MaxAttempts: 1}})
 	srv.Stop()

@@ -25,6 +25,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 func TestBreakerOpensRefusesProbesAndCloses(t *testing.T) {
+	t.Parallel()
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	r := Reliability{BreakerThreshold: 3, BreakerOpenFor: time.Second}.withDefaults()
 	b := newBreaker(&r, clk.now)
@@ -71,6 +72,7 @@ func TestBreakerOpensRefusesProbesAndCloses(t *testing.T) {
 }
 
 func TestGuardRetriesTransientOnly(t *testing.T) {
+	t.Parallel()
 	g := newGuard(&Reliability{MaxAttempts: 3, RetryBaseDelay: time.Millisecond, DisableBreaker: true}, time.Now)
 	var calls int
 	err := g.do(bg, "get", func(context.Context) error {
@@ -103,6 +105,7 @@ func TestGuardRetriesTransientOnly(t *testing.T) {
 }
 
 func TestGuardBreakerRefusesWithBackendError(t *testing.T) {
+	t.Parallel()
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	g := newGuard(&Reliability{MaxAttempts: 1, BreakerThreshold: 2, BreakerOpenFor: time.Minute}, clk.now)
 	fail := func(context.Context) error { return &BackendError{Op: "get", Err: io.EOF} }
@@ -117,6 +120,7 @@ func TestGuardBreakerRefusesWithBackendError(t *testing.T) {
 }
 
 func TestGuardBackpressureBoundsWait(t *testing.T) {
+	t.Parallel()
 	g := newGuard(&Reliability{MaxInFlight: 1, MaxWait: 20 * time.Millisecond, DisableBreaker: true}, time.Now)
 	hold := make(chan struct{})
 	started := make(chan struct{})
@@ -137,6 +141,7 @@ func TestGuardBackpressureBoundsWait(t *testing.T) {
 }
 
 func TestNilGuardRunsDirectly(t *testing.T) {
+	t.Parallel()
 	var g *guard
 	e := &BackendError{Op: "get", Err: io.EOF}
 	calls := 0
@@ -146,6 +151,7 @@ func TestNilGuardRunsDirectly(t *testing.T) {
 }
 
 func TestMissErrorMatchesBoth(t *testing.T) {
+	t.Parallel()
 	var err error = &MissError{Err: &BackendError{Op: "get", Err: io.EOF}}
 	var be *BackendError
 	if !errors.Is(err, ErrNotFound) || !errors.As(err, &be) || !errors.Is(err, io.EOF) || !loadable(err) {
@@ -154,6 +160,7 @@ func TestMissErrorMatchesBoth(t *testing.T) {
 }
 
 func TestReliabilityOptionsValidate(t *testing.T) {
+	t.Parallel()
 	for _, r := range []Reliability{{MaxAttempts: -1}, {MaxWait: -1}, {BreakerOpenFor: -time.Second}, {MaxInFlight: -2}} {
 		if _, err := New(Options{L1MaxBytes: 1 << 20, Reliability: &r}); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", r, err)
@@ -192,6 +199,7 @@ func BenchmarkGuardDo(b *testing.B) {
 // attempt is cut at AttemptTimeout and the whole operation at
 // OperationTimeout, retries included; a caller's earlier deadline wins.
 func TestGuardOneBudget(t *testing.T) {
+	// Not parallel: bounds an operation between 70 and 150 ms.
 	g := newGuard(&Reliability{AttemptTimeout: 40 * time.Millisecond, OperationTimeout: 100 * time.Millisecond,
 		MaxAttempts: 10, DisableBreaker: true}, time.Now)
 	var attempts atomic.Int32
@@ -225,6 +233,7 @@ func TestGuardOneBudget(t *testing.T) {
 // hung calls, an open breaker still refuses at once (not after MaxWait with
 // ErrOverloaded).
 func TestOpenBreakerRefusesBeforeSlotWait(t *testing.T) {
+	// Not parallel: bounds a refusal at 10 ms.
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	g := newGuard(&Reliability{MaxInFlight: 1, MaxAttempts: 1, BreakerThreshold: 1, MaxWait: time.Second}, clk.now)
 	_ = g.do(bg, "get", func(context.Context) error { return io.EOF }) // opens
@@ -248,6 +257,7 @@ func TestOpenBreakerRefusesBeforeSlotWait(t *testing.T) {
 // TestOnlyAnAnswerClosesTheBreaker: the prober counts a PING as evidence
 // only when Redis itself answered.
 func TestOnlyAnAnswerClosesTheBreaker(t *testing.T) {
+	t.Parallel()
 	for _, err := range []error{context.Canceled, context.DeadlineExceeded, io.EOF, errors.New("x509: bad certificate")} {
 		if redisAnswered(err) {
 			t.Errorf("%v counted as Redis answering", err)
@@ -268,6 +278,7 @@ func (replyErr) RedisError()     {}
 // on top of AttemptTimeout for its attempt (4 s for 64 MiB), a small one
 // none, and a caller's deadline still wins.
 func TestLargeWriteGetsTransferTime(t *testing.T) {
+	// Not parallel: bounds a deadline read back within 1 ms of AttemptTimeout.
 	g := newGuard(&Reliability{AttemptTimeout: 50 * time.Millisecond, OperationTimeout: 100 * time.Millisecond, DisableBreaker: true}, time.Now)
 	left := func(ctx context.Context, n int) time.Duration {
 		var d time.Duration

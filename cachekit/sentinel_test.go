@@ -12,6 +12,7 @@ import (
 // Behind Sentinel, writes by another client reach L1 before and after a
 // failover, and the failover itself is a tracking loss (L1 cleared).
 func TestTrackingSentinelFailover(t *testing.T) {
+	t.Parallel()
 	sen := redistest.StartSentinel(t)
 	failover := func() *redis.Client {
 		rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster, SentinelAddrs: sen.SentinelAddrs()})

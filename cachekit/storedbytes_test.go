@@ -15,6 +15,7 @@ import (
 // AAD (tenant, full key, "msgpack", "True"): open them with the packages
 // directly, and write an entry with the packages that the client reads.
 func TestStoredBytesAreTheProtocolsPlainDataFlow(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	for _, compressed := range []bool{true, false} {
 		name := map[bool]string{true: "envelope", false: "plain-msgpack"}[compressed]
@@ -73,6 +74,7 @@ func TestStoredBytesAreTheProtocolsPlainDataFlow(t *testing.T) {
 // default_tenant vector are interop entries as another SDK wrote them: put
 // their bytes in Redis under their key and read them through the client.
 func TestInteropVectorsReadThroughClient(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	type row struct {
 		Name          string `json:"name"`
@@ -138,6 +140,7 @@ func TestInteropVectorsReadThroughClient(t *testing.T) {
 }
 
 func TestInteropModeKeysAndHelpers(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Interop: true, Encryption: encConfig("")})
 	if err := c.Set(bg, "not an interop key", 1); err == nil {

@@ -21,6 +21,7 @@ type jsonTagged struct {
 // (as the cachekit command does) reads back into the tagged fields, and
 // the default keeps Go names.
 func TestStructTagJSON(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, StructTag: "json"})
 	v := jsonTagged{ID: 42, Name: "Ada", Both: "b", Skipped: "x", Plain: "p", Tags: []string{"t"}}

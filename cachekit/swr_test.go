@@ -10,24 +10,35 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // swrClient returns a Client whose GetOrLoad entries of ttl 2s are due for
-// refresh once at most 1.6s (±10%) remain, i.e. after about 0.2-0.56s.
-func swrClient(t *testing.T, extra func(*Options)) *Client {
-	srv, rdb := withRedis(t)
-	_ = srv
-	o := Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), SWR: &SWR{Ratio: 0.8}}
+// refresh once at most 1.6s (±10%) remain, i.e. after about 0.2-0.56s, and
+// the clock it reads: SWR's decisions (and L1's expiry) follow clk, so a
+// test makes an entry due with clk.add(swrDue) instead of waiting for it.
+// Redis's own TTLs still run on real time.
+func swrClient(t *testing.T, extra func(*Options)) (*Client, *fakeClock) {
+	_, rdb := withRedis(t)
+	clk := &fakeClock{t: time.Now()}
+	o := Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), SWR: &SWR{Ratio: 0.8}, Clock: clk.now}
 	if extra != nil {
 		extra(&o)
 	}
-	return newClient(t, o)
+	return newClient(t, o), clk
 }
 
-const swrTTL = 2 * time.Second
+const (
+	swrTTL = 2 * time.Second
+	// swrDue is how far past the write an swrTTL entry is due for refresh
+	// whatever its jitter, and still fresh in L1 (1.3 s of 2 s left).
+	swrDue = 700 * time.Millisecond
+)
 
 func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
-	c := swrClient(t, nil)
+	t.Parallel()
+	c, clk := swrClient(t, nil)
 	var version atomic.Int64
 	release := make(chan struct{})
 	var blocked atomic.Bool
@@ -43,7 +54,7 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != 1 || c.swr.started.Load() != 0 {
 		t.Fatalf("fresh entry refreshed: %d, started %d", v, c.swr.started.Load())
 	}
-	time.Sleep(700 * time.Millisecond)
+	clk.add(swrDue)
 	blocked.Store(true)
 	// Due: returned at once (the loader is blocked) and a refresh starts.
 	if v, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil || v != 1 {
@@ -62,14 +73,15 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 		t.Fatalf("second refresh of one key: %d", c.swr.started.Load())
 	}
 	close(release)
-	waitFor(t, func() bool { v, _ := Get[int64](bg, c, "k"); return v == 2 })
+	waitWithin(t, 5*time.Second, func() bool { v, _ := Get[int64](bg, c, "k"); return v == 2 })
 	if ttl, err := c.TTL(bg, "k"); err != nil || ttl < time.Second {
 		t.Fatalf("refresh did not rewrite L2 with the full TTL: %v, %v", ttl, err)
 	}
 }
 
 func TestSWRSetDuringRefreshWins(t *testing.T) {
-	c := swrClient(t, nil)
+	t.Parallel()
+	c, clk := swrClient(t, nil)
 	release := make(chan struct{})
 	var calls atomic.Int64
 	load := func(context.Context) (string, error) {
@@ -82,16 +94,16 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 	if _, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	clk.add(swrDue)
 	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != "loaded" {
 		t.Fatalf("stale read: %q", v)
 	}
-	waitFor(t, func() bool { return calls.Load() == 2 })
+	waitWithin(t, 5*time.Second, func() bool { return calls.Load() == 2 })
 	if err := c.Set(bg, "k", "user"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
-	waitFor(t, func() bool { c.swr.mu.Lock(); defer c.swr.mu.Unlock(); return len(c.swr.refreshing) == 0 })
+	waitWithin(t, 5*time.Second, func() bool { c.swr.mu.Lock(); defer c.swr.mu.Unlock(); return len(c.swr.refreshing) == 0 })
 	c.swr.wg.Wait()
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "user" {
 		t.Fatalf("L1 after refresh: %q, %v (the Set must win)", v, err)
@@ -103,9 +115,10 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 }
 
 func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
+	t.Parallel()
 	var logBuf bytes.Buffer
 	var mu sync.Mutex
-	c := swrClient(t, func(o *Options) {
+	c, clk := swrClient(t, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logBuf}, nil))
 	})
 	var calls atomic.Int64
@@ -119,11 +132,11 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 	if _, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	clk.add(swrDue)
 	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("stale read: %q, %v", v, err)
 	}
-	waitFor(t, func() bool { return c.swr.failed.Load() == 1 })
+	waitWithin(t, 5*time.Second, func() bool { return c.swr.failed.Load() == 1 })
 	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("after a failed refresh: %q, %v", v, err)
 	}
@@ -133,10 +146,7 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 		defer mu.Unlock()
 		return logBuf.String()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(readLogs(), "SWR refresh failed") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(5*time.Second, func() bool { return strings.Contains(readLogs(), "SWR refresh failed") })
 	logs := readLogs()
 	if !strings.Contains(logs, "SWR refresh failed") || !strings.Contains(logs, c.keyDigest(key)) {
 		t.Fatalf("no warning naming the key digest: %q", logs)
@@ -147,7 +157,8 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 }
 
 func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
-	c := swrClient(t, func(o *Options) { o.SWR.MaxRefreshes = 1 })
+	t.Parallel()
+	c, clk := swrClient(t, func(o *Options) { o.SWR.MaxRefreshes = 1 })
 	release := make(chan struct{})
 	var refreshing atomic.Bool
 	load := func(context.Context) (int, error) {
@@ -161,7 +172,7 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(700 * time.Millisecond)
+	clk.add(swrDue)
 	refreshing.Store(true)
 	for _, k := range []string{"a", "b"} {
 		if _, err := GetOrLoadTTL(bg, c, k, swrTTL, load); err != nil {
@@ -175,6 +186,7 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 }
 
 func TestSWROffWithoutOption(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
 	if c.swr != nil || c.inv != nil || c.rel != nil || c.met != nil {
@@ -191,16 +203,4 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -9,6 +9,7 @@ import (
 )
 
 func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
 	if err := c.SetWithTTL(bg, "victim", sampleProfile(), time.Minute); err != nil {
@@ -48,6 +49,7 @@ func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 }
 
 func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if err := c.Set(bg, "user:1", "alice-secret"); err != nil {
@@ -75,6 +77,7 @@ func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 }
 
 func TestWrongTenantAndWrongKeyFail(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-a")})
 	if err := w.Set(bg, "k", "v"); err != nil {
@@ -102,6 +105,7 @@ func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 }
 
 func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	if err := c.Set(bg, "k", "good"); err != nil {
@@ -117,6 +121,7 @@ func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
 }
 
 func TestMalformedPlainEntries(t *testing.T) {
+	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb})
 	bad := map[string][]byte{

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // trackedPair returns a Production-preset Client (with encryption) and a
@@ -44,6 +46,7 @@ func fillL1(t *testing.T, c *Client, key, want string) {
 // A write by anything but this Client (another Client with invalidation
 // off, a raw DEL) reaches this Client's L1 within a second, every time.
 func TestTrackingForeignWritersWithinOneSecond(t *testing.T) {
+	t.Parallel()
 	p, w, raw, _ := trackedPair(t)
 	const tries = 40
 	var lags []time.Duration
@@ -75,6 +78,7 @@ func TestTrackingForeignWritersWithinOneSecond(t *testing.T) {
 
 // FLUSHDB and expiry reach L1 too.
 func TestTrackingFlushAndExpiry(t *testing.T) {
+	t.Parallel()
 	p, w, raw, _ := trackedPair(t)
 	if err := w.Set(bg, "a", "1"); err != nil {
 		t.Fatal(err)
@@ -96,6 +100,7 @@ func TestTrackingFlushAndExpiry(t *testing.T) {
 // at once, a write made meanwhile is never hidden behind an old L1 entry,
 // and tracking comes back by itself.
 func TestTrackingLossClearsL1(t *testing.T) {
+	t.Parallel()
 	p, w, raw, _ := trackedPair(t)
 	if err := w.Set(bg, "k", "old"); err != nil {
 		t.Fatal(err)
@@ -119,6 +124,7 @@ func TestTrackingLossClearsL1(t *testing.T) {
 // A hung Redis (SIGSTOP) is noticed within the tracking deadline: L1 is
 // cleared and not written until tracking is back.
 func TestTrackingHungRedisDetected(t *testing.T) {
+	t.Parallel()
 	srv, _ := withRedis(t)
 	p := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
 	if err := p.Set(bg, "k", "v"); err != nil {
@@ -141,6 +147,7 @@ func TestTrackingHungRedisDetected(t *testing.T) {
 // An entry is never served from L1 after Redis has let it expire, whichever
 // path put it in L1. Invalidation is off: only the TTL bound protects.
 func TestL1NeverOutlivesRedisTTL(t *testing.T) {
+	t.Parallel()
 	srv, raw := withRedis(t)
 	c := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	w := newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig("")})
@@ -167,6 +174,7 @@ func TestL1NeverOutlivesRedisTTL(t *testing.T) {
 	}
 	for name, put := range paths {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each waits about a second for Redis to expire its own key
 			key := "ttl:" + name
 			if err := put(key); err != nil {
 				t.Fatal(err)
@@ -188,32 +196,22 @@ func getOrLoadOneSecond(c *Client, key string) (string, error) {
 	return GetOrLoadTTL(bg, c, key, time.Second, func(context.Context) (string, error) { return "v", nil })
 }
 
-// waitWithin polls cond until it holds, failing after limit.
+// waitWithin polls cond (see testwait) until it holds, failing after limit.
 func waitWithin(t *testing.T, limit time.Duration, cond func() bool) {
 	t.Helper()
-	if !within(limit, cond) {
-		t.Fatalf("condition not met within %v", limit)
-	}
+	testwait.For(t, limit, cond, "condition")
 }
 
-// within polls cond (every 2 ms, as a real server catches up) until it
-// holds or limit passes, and reports whether it held.
-func within(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return true
-}
+// within polls cond until it holds or limit passes, and reports whether it
+// held.
+func within(limit time.Duration, cond func() bool) bool { return testwait.Until(limit, cond) }
 
 // The L1 hit ratio of a 95 % read / 5 % write workload on 100 keys, with
 // invalidation off (a Client's own writes stay in its L1, as they did with
 // the pub/sub channel) and with tracking (each own write comes back as an
 // invalidation and costs the next read a Redis round trip).
 func TestTrackingHitRatio95Read5Write(t *testing.T) {
+	t.Parallel()
 	srv, _ := withRedis(t)
 	for _, inv := range []bool{false, true} {
 		opts := Options{RedisURL: srv.URL(), L1MaxBytes: 8 << 20, Encryption: encConfig("")}

@@ -11,6 +11,7 @@ import (
 // what is stored, a value no Get could read back; a nil []byte reads back
 // as empty bytes.
 func TestNoWriteOnlyValues(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
 	if err := c.Set(bg, "k", "kept"); err != nil {
 		t.Fatal(err)
