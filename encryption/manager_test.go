@@ -113,7 +113,7 @@ func TestSingleFlight(t *testing.T) {
 		})
 	}
 	<-g.started
-	time.Sleep(20 * time.Millisecond) // let the other callers pile up behind the flight
+	time.Sleep(20 * time.Millisecond) // let the other callers pile up behind the flight (nothing counts its waiters)
 	close(g.release)
 	wg.Wait()
 	close(errs)
@@ -205,16 +205,18 @@ func TestCloseDuringDerivation(t *testing.T) {
 
 	// A provider that ignores ctx and completes after Close: its keys are
 	// discarded and zeroed, and the waiters get ErrClosed.
-	slow := make(chan struct{})
+	slow, called := make(chan struct{}), make(chan struct{})
+	markCalled := sync.OnceFunc(func() { close(called) })
 	var slowKeys Keys
 	m2 := providerManager(t, func(context.Context) (Keys, error) {
+		markCalled()
 		<-slow
 		slowKeys = Keys{Current: vectors.Hex(t, testKeyHex), Previous: [][]byte{vectors.Hex(t, "2222222222222222222222222222222222222222222222222222222222222222")}}
 		return slowKeys, nil
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- m2.Warm(context.Background()) }()
-	time.Sleep(10 * time.Millisecond)
+	<-called // the provider is running when Close comes
 	_ = m2.Close()
 	close(slow)
 	if err := <-errc; !errors.Is(err, ErrClosed) {

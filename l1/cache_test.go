@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 func TestSetGetDelete(t *testing.T) {
@@ -91,16 +93,7 @@ func TestTTLRealTime(t *testing.T) {
 	if !c.Set("long", v, time.Hour) {
 		t.Fatal("Set returned false")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := c.Get("k"); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("entry with a 30ms TTL still readable after 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, func() bool { _, ok := c.Get("k"); return !ok }, "entry with a 30ms TTL expiring")
 	mustGet(t, c, "long", v)
 }
 
@@ -151,8 +144,9 @@ func TestAdmissionRejectionCounted(t *testing.T) {
 		for range 20000 { // frequency reaches the policy in batches
 			c.Get("hot")
 		}
-		// Let ristretto's policy goroutine apply the batches; the retry
-		// loop covers the case where it has not yet.
+		// Let ristretto's policy goroutine apply the batches (nothing
+		// signals that it has; the retry loop covers the case where it has
+		// not yet).
 		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
 		before := c.Stats().Rejected
 		stored := c.Set("cold", value(2, 100), time.Minute)

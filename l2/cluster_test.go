@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // clusterNode starts a one-node Redis Cluster (cluster mode on, every slot
@@ -49,22 +51,12 @@ func clusterNode(t *testing.T) *redis.ClusterClient {
 
 	direct := redis.NewClient(&redis.Options{Addr: addr})
 	defer direct.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for direct.Ping(bg).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("cluster node did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool { return direct.Ping(bg).Err() == nil }, "cluster node starting")
 	if err := direct.Do(bg, "CLUSTER", "ADDSLOTSRANGE", "0", strconv.Itoa(numSlots-1)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(direct.ClusterInfo(bg).Val(), "cluster_state:ok") {
-		if time.Now().After(deadline) {
-			t.Fatal("cluster did not reach state ok")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool { return strings.Contains(direct.ClusterInfo(bg).Val(), "cluster_state:ok") },
+		"cluster reaching state ok")
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
 	t.Cleanup(func() { _ = cc.Close() })
 	return cc

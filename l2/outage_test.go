@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 const outageKey = "outage:tenant:key"
@@ -79,13 +81,7 @@ func TestServerStoppedKeepsData(t *testing.T) {
 // pooled connections to the dead process.
 func waitUp(t *testing.T, s *Store) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Ping(bg) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("server did not answer after restart")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, func() bool { return s.Ping(bg) == nil }, "server answering after restart")
 }
 
 func TestUnreachableServer(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 func TestGetSetRoundTrip(t *testing.T) {
@@ -93,20 +95,13 @@ func TestSetTTLHonoured(t *testing.T) {
 	if err := f.store.Set(bg, "long", []byte("v"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, 5*time.Second, func() bool {
 		_, err := f.store.Get(bg, "short")
-		if errors.Is(err, ErrNotFound) {
-			break
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("key with a 100ms TTL still present after 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.Is(err, ErrNotFound)
+	}, "a key with a 100ms TTL expiring")
 	if _, err := f.store.Get(bg, "long"); err != nil {
 		t.Fatalf("long-lived key: %v", err)
 	}

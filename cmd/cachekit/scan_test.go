@@ -13,6 +13,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // runIn runs one command line in-process with env (KEY=VALUE pairs).
@@ -164,16 +165,10 @@ func TestCommandsReachL1(t *testing.T) {
 	// until polls the application's read of key until ok accepts it.
 	until := func(what, key string, ok func(string, error) bool) {
 		t.Helper()
-		for {
+		testwait.For(t, time.Until(deadline), func() bool {
 			v, err := cachekit.Get[string](ctx, app, key)
-			if ok(v, err) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("10 s after %s the application still reads %s: %q, %v", what, key, v, err)
-			}
-			time.Sleep(5 * time.Millisecond) // polling an asynchronous delivery
-		}
+			return ok(v, err)
+		}, what+" reaching the application's L1 ("+key+")")
 	}
 	run := func(args ...string) {
 		t.Helper()
