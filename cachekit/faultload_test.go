@@ -85,7 +85,12 @@ func (l *faultLoad) setPhase(p string) {
 
 func (l *faultLoad) work() {
 	defer l.wg.Done()
-	for !l.stop.Load() {
+	// Pace the load (a few thousand calls a second in all), so the tables
+	// count calls a service would make, not a spin loop: a rate against a
+	// real server, not a wait for anything.
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
+	for ; !l.stop.Load(); <-pace.C {
 		key := l.keyf(rand.N(faultKeys))
 		// Callers pass no deadline: the Client's own bounds are under test.
 		ctx := context.Background()
@@ -131,10 +136,6 @@ func (l *faultLoad) work() {
 		if errors.Is(err, ErrClosed) {
 			return
 		}
-		// Pace the load (a few thousand calls a second in all), so the
-		// tables count calls a service would make, not a spin loop: a rate
-		// against a real server, not a wait for anything.
-		time.Sleep(time.Millisecond)
 	}
 }
 
