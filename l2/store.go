@@ -80,13 +80,6 @@ func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClien
 	if err != nil {
 		return nil, &urlError{reason: "malformed URL"}
 	}
-	set := func(t time.Duration, ds ...*time.Duration) {
-		for _, d := range ds {
-			if *d == 0 && t > 0 {
-				*d = t
-			}
-		}
-	}
 	switch u.Scheme {
 	case "redis", "rediss", "unix":
 	case "redis+cluster", "rediss+cluster":
@@ -100,11 +93,8 @@ func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClien
 				return nil, &urlError{reason: "port must be a number from 1 to 65535"}
 			}
 		}
-		opts.MaxRetries = -1
-		opts.DialerRetries = 1
-		opts.ContextTimeoutEnabled = true
-		set(timeout, &opts.DialTimeout, &opts.PoolTimeout)
-		set(ioTimeout, &opts.ReadTimeout, &opts.WriteTimeout)
+		bounds{&opts.MaxRetries, &opts.DialerRetries, &opts.ContextTimeoutEnabled,
+			&opts.DialTimeout, &opts.PoolTimeout, &opts.ReadTimeout, &opts.WriteTimeout}.set(timeout, ioTimeout)
 		return redis.NewClusterClient(opts), nil
 	default:
 		return nil, &urlError{reason: "scheme must be redis, rediss, unix, redis+cluster or rediss+cluster"}
@@ -116,12 +106,32 @@ func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClien
 	if opts.Network == "tcp" && !validPort(opts.Addr) {
 		return nil, &urlError{reason: "port must be a number from 1 to 65535"}
 	}
-	opts.MaxRetries = -1
-	opts.DialerRetries = 1
-	opts.ContextTimeoutEnabled = true
-	set(timeout, &opts.DialTimeout, &opts.PoolTimeout)
-	set(ioTimeout, &opts.ReadTimeout, &opts.WriteTimeout)
+	bounds{&opts.MaxRetries, &opts.DialerRetries, &opts.ContextTimeoutEnabled,
+		&opts.DialTimeout, &opts.PoolTimeout, &opts.ReadTimeout, &opts.WriteTimeout}.set(timeout, ioTimeout)
 	return redis.NewClient(opts), nil
+}
+
+// bounds points at the option fields Open sets on a standalone or a
+// cluster client's options alike.
+type bounds struct {
+	maxRetries, dialerRetries *int
+	ctxTimeout                *bool
+	dial, pool, read, write   *time.Duration
+}
+
+// set turns go-redis's retries off, dials once per attempt, honours ctx
+// deadlines, and makes timeout the dial and pool-wait timeouts and
+// ioTimeout the read and write timeouts where the URL set none.
+func (b bounds) set(timeout, ioTimeout time.Duration) {
+	*b.maxRetries, *b.dialerRetries, *b.ctxTimeout = -1, 1, true
+	for _, d := range []struct {
+		field *time.Duration
+		t     time.Duration
+	}{{b.dial, timeout}, {b.pool, timeout}, {b.read, ioTimeout}, {b.write, ioTimeout}} {
+		if *d.field == 0 && d.t > 0 {
+			*d.field = d.t
+		}
+	}
 }
 
 // validPort reports whether addr's port is a number from 1 to 65535.

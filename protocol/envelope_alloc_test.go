@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // allocSink keeps the positive control's buffer reachable so the compiler
@@ -76,7 +78,7 @@ func TestEnvelopeHostileHeaderAllocation(t *testing.T) {
 }
 
 func TestEnvelopeOpenAllocs(t *testing.T) {
-	in := jsonish(rand.New(rand.NewPCG(7, 8)), 16<<10)
+	in := fixture.JSONish(rand.New(rand.NewPCG(7, 8)), 16<<10)
 	env, err := SealEnvelope(nil, in, FormatMsgpack)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +109,7 @@ func TestEnvelopeOpenAllocs(t *testing.T) {
 }
 
 func TestEnvelopeSealAllocs(t *testing.T) {
-	in := jsonish(rand.New(rand.NewPCG(9, 10)), 16<<10)
+	in := fixture.JSONish(rand.New(rand.NewPCG(9, 10)), 16<<10)
 	dst := make([]byte, 0, SealEnvelopeBound(len(in)))
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := SealEnvelope(dst, in, FormatMsgpack); err != nil {

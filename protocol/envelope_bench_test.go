@@ -3,6 +3,8 @@ package protocol
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // benchSizes are the payload sizes the envelope benchmarks report.
@@ -19,7 +21,7 @@ var benchSizes = []struct {
 func BenchmarkEnvelopeSeal(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			in := jsonish(rand.New(rand.NewPCG(11, uint64(s.n))), s.n)
+			in := fixture.JSONish(rand.New(rand.NewPCG(11, uint64(s.n))), s.n)
 			dst := make([]byte, 0, SealEnvelopeBound(s.n))
 			b.ReportAllocs()
 			b.SetBytes(int64(s.n))
@@ -35,7 +37,7 @@ func BenchmarkEnvelopeSeal(b *testing.B) {
 func BenchmarkEnvelopeOpen(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			in := jsonish(rand.New(rand.NewPCG(11, uint64(s.n))), s.n)
+			in := fixture.JSONish(rand.New(rand.NewPCG(11, uint64(s.n))), s.n)
 			env, err := SealEnvelope(nil, in, FormatMsgpack)
 			if err != nil {
 				b.Fatal(err)

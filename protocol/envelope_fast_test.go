@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // The canonical-shape shortcut must never change a verdict: when it
@@ -134,7 +136,7 @@ func shortcutSeeds(t testing.TB) [][]byte {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, n := range []int{0, 1, 2, 100, 127, 128, 255, 256, 1024} {
 		for _, format := range []string{FormatMsgpack, FormatOrjson, FormatArrow} {
-			env, err := SealEnvelope(nil, jsonish(rng, n), format)
+			env, err := SealEnvelope(nil, fixture.JSONish(rng, n), format)
 			if err != nil {
 				t.Fatalf("seal %d B: %v", n, err)
 			}
@@ -143,7 +145,7 @@ func shortcutSeeds(t testing.TB) [][]byte {
 	}
 	// Literal blocks around the bin8/bin16 and bin16/bin32 boundaries.
 	for _, n := range []int{250, 251, 252, 65530, 65531, 65532} {
-		env, err := SealEnvelope(nil, randomBytes(rng, n), FormatMsgpack)
+		env, err := SealEnvelope(nil, fixture.RandomBytes(rng, n), FormatMsgpack)
 		if err != nil {
 			t.Fatalf("seal %d B: %v", n, err)
 		}
@@ -210,7 +212,7 @@ func TestEnvelopeShortcutTakesCanonicalSeals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, n := range []int{0, 1, 16, 100, 1000, 70000} {
 		for _, format := range []string{FormatMsgpack, FormatOrjson, FormatArrow} {
-			env, err := SealEnvelope(nil, jsonish(rng, n), format)
+			env, err := SealEnvelope(nil, fixture.JSONish(rng, n), format)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,8 @@ import (
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/cachekit-io/cachekit-go/protocol/internal/lz4block"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // The LZ4 block codec itself is tested in internal/lz4block; these tests
@@ -17,7 +19,7 @@ import (
 func TestSealEnvelopeCompressorChoice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	for _, n := range []int{100, 1 << 10, lz4block.MaxCompressLen, lz4block.MaxCompressLen + 1, 100000} {
-		in := jsonish(rng, n)
+		in := fixture.JSONish(rng, n)
 		env, err := SealEnvelope(nil, in, FormatMsgpack)
 		if err != nil {
 			t.Fatal(err)

@@ -10,30 +10,9 @@ import (
 	"testing"
 
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
-
-// jsonish returns n bytes of mildly compressible, JSON-like text: the shape
-// of a real cached value.
-func jsonish(rng *rand.Rand, n int) []byte {
-	names := []string{"alice", "bob", "carol", "dave", "erin", "frank"}
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, `{"id":%d,"name":%q,"score":%d.%02d,"active":%t,"tags":["t%d","t%d"]},`,
-			rng.IntN(1e6), names[rng.IntN(len(names))], rng.IntN(1000), rng.IntN(100),
-			rng.IntN(2) == 0, rng.IntN(50), rng.IntN(50))
-	}
-	return b.Bytes()[:n]
-}
-
-// randomBytes returns n incompressible bytes.
-func randomBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
-}
 
 // roundTripSizes covers empty, tiny, the LZ4 end-of-block thresholds and the
 // sizes whose literal-only blocks straddle the bin8/bin16/bin32 headers.
@@ -43,9 +22,9 @@ var roundTripSizes = []int{0, 1, 2, 4, 5, 11, 12, 13, 15, 16, 17, 31, 32, 64, 25
 func TestEnvelopeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	gens := map[string]func(int) []byte{
-		"random":  func(n int) []byte { return randomBytes(rng, n) },
-		"jsonish": func(n int) []byte { return jsonish(rng, n) },
-		"zeros":   func(n int) []byte { return make([]byte, n) },
+		"random":          func(n int) []byte { return fixture.RandomBytes(rng, n) },
+		"jsonish": func(n int) []byte { return fixture.JSONish(rng, n) },
+		"zeros":           func(n int) []byte { return make([]byte, n) },
 	}
 	for name, gen := range gens {
 		for _, n := range roundTripSizes {
@@ -109,11 +88,11 @@ func TestEnvelopeFormats(t *testing.T) {
 func TestEnvelopeBitFlips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	inputs := map[string][]byte{
-		"hello":    []byte("hello, cachekit!"),
-		"jsonish":  jsonish(rng, 300),
-		"random":   randomBytes(rng, 80),
-		"empty":    {},
-		"repeated": bytes.Repeat([]byte("A"), 1024),
+		"hello":           []byte("hello, cachekit!"),
+		"jsonish": fixture.JSONish(rng, 300),
+		"random":          fixture.RandomBytes(rng, 80),
+		"empty":           {},
+		"repeated":        bytes.Repeat([]byte("A"), 1024),
 	}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
@@ -151,7 +130,7 @@ func TestEnvelopeBitFlips(t *testing.T) {
 // bytes appended.
 func TestEnvelopeTruncationAndTrailing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, in := range [][]byte{{}, []byte("x"), jsonish(rng, 500), randomBytes(rng, 300)} {
+	for _, in := range [][]byte{{}, []byte("x"), fixture.JSONish(rng, 500), fixture.RandomBytes(rng, 300)} {
 		env, err := SealEnvelope(nil, in, FormatMsgpack)
 		if err != nil {
 			t.Fatal(err)

@@ -28,16 +28,16 @@ type lz4Kind struct {
 func lz4Kinds() []lz4Kind {
 	kinds := []lz4Kind{
 		{"zeros", func(_ *rand.Rand, n int) []byte { return make([]byte, n) }},
-		{"jsonish", jsonish},
+		{"jsonish", fixture.JSONish},
 		{"prose", lz4Prose},
-		{"random", randomBytes},
+		{"random", fixture.RandomBytes},
 		{"fixture", func(_ *rand.Rand, n int) []byte { return fixture.NewBytes(n) }},
 		{"random_then_repeat", func(rng *rand.Rand, n int) []byte {
-			half := randomBytes(rng, (n+1)/2)
+			half := fixture.RandomBytes(rng, (n+1)/2)
 			return append(half, half[:n-len(half)]...)
 		}},
 		{"random_zero_stripes", func(rng *rand.Rand, n int) []byte {
-			b := randomBytes(rng, n)
+			b := fixture.RandomBytes(rng, n)
 			for i := range b {
 				if i/37%2 == 1 {
 					b[i] = 0
@@ -46,12 +46,12 @@ func lz4Kinds() []lz4Kind {
 			return b
 		}},
 		{"text_then_random", func(rng *rand.Rand, n int) []byte {
-			return append(jsonish(rng, n/2), randomBytes(rng, n-n/2)...)
+			return append(fixture.JSONish(rng, n/2), fixture.RandomBytes(rng, n-n/2)...)
 		}},
 	}
 	for p := 1; p <= 17; p++ {
 		kinds = append(kinds, lz4Kind{fmt.Sprintf("period%d", p), func(rng *rand.Rand, n int) []byte {
-			unit := randomBytes(rng, p)
+			unit := fixture.RandomBytes(rng, p)
 			b := make([]byte, n)
 			for i := range b {
 				b[i] = unit[i%p]
@@ -281,7 +281,7 @@ func TestLZ4CompressEndOfBlockBoundaries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	for _, n := range []int{24, 36, 44} {
 		for p := n - 16; p <= n-9; p++ {
-			in := randomBytes(rng, n)
+			in := fixture.RandomBytes(rng, n)
 			copy(in[p:], in[3:3+min(8, n-p)])
 			st := newLZ4Stats()
 			checkLZ4Compress(t, in, st)
@@ -463,7 +463,7 @@ func pierrecBlockLen(t testing.TB, in []byte) int {
 func TestLZ4CompressSkipsNoise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{4 << 10, 32 << 10} {
-		noise := randomBytes(rng, n)
+		noise := fixture.RandomBytes(rng, n)
 		block := checkLZ4Compress(t, append(noise, noise...), nil)
 		if len(block) > n+n/32 {
 			t.Fatalf("%d B of noise repeated once: %d-byte block", n, len(block))
@@ -474,7 +474,7 @@ func TestLZ4CompressSkipsNoise(t *testing.T) {
 	// 16384 entries set; the growing stride probes about 1000 positions.
 	n := 16 << 10
 	tab := new(table)
-	tab.compress(make([]byte, lz4.CompressBlockBound(n)), randomBytes(rng, n))
+	tab.compress(make([]byte, lz4.CompressBlockBound(n)), fixture.RandomBytes(rng, n))
 	set := 0
 	for _, p := range tab.pos[:1<<hashLog(n)] {
 		if p != 0 {
@@ -492,7 +492,7 @@ func TestLZ4CompressRefusals(t *testing.T) {
 	if m := Compress(make([]byte, lz4.CompressBlockBound(len(over))), over); m != 0 {
 		t.Fatalf("compressed %d bytes, above the 64 KiB limit", len(over))
 	}
-	in := jsonish(rand.New(rand.NewPCG(1, 1)), 1000)
+	in := fixture.JSONish(rand.New(rand.NewPCG(1, 1)), 1000)
 	dst := bytes.Repeat([]byte{0xaa}, lz4.CompressBlockBound(len(in))-1)
 	if m := Compress(dst, in); m != 0 {
 		t.Fatalf("wrote a %d-byte block into a dst below the bound", m)
@@ -508,7 +508,7 @@ func TestAllocLZ4Compress(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, n := range []int{100, 1 << 10, 16 << 10, MaxCompressLen} {
-		in := jsonish(rng, n)
+		in := fixture.JSONish(rng, n)
 		dst := make([]byte, lz4.CompressBlockBound(n))
 		allocs := testing.AllocsPerRun(100, func() {
 			if Compress(dst, in) <= 0 {
@@ -554,8 +554,8 @@ func BenchmarkLZ4Compress(b *testing.B) {
 		gen  func(n int) []byte
 	}{
 		{"fixture", fixture.NewBytes},
-		{"text", func(n int) []byte { return jsonish(rand.New(rand.NewPCG(11, uint64(n))), n) }},
-		{"random", func(n int) []byte { return randomBytes(rand.New(rand.NewPCG(12, uint64(n))), n) }},
+		{"text", func(n int) []byte { return fixture.JSONish(rand.New(rand.NewPCG(11, uint64(n))), n) }},
+		{"random", func(n int) []byte { return fixture.RandomBytes(rand.New(rand.NewPCG(12, uint64(n))), n) }},
 	}
 	impls := []struct {
 		name     string

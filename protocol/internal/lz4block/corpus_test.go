@@ -66,9 +66,9 @@ func corpusRecipes() []corpusRecipe {
 		c("zeros_281", func() []byte { return make([]byte, 281) }), // a match of 274: extension 255, 0
 		c("run_537", func() []byte { return fill("\xab", 537) }),   // a match of 530 at offset 1: extension 255, 255, 1
 		c("short_text", func() []byte { return []byte("cachekit stores values; cachekit stores keys; cachekit stores both.") }),
-		c("random_16", func() []byte { return randomBytes(rng(1), 16) }),
-		c("random_270", func() []byte { return randomBytes(rng(2), 270) }), // literals: 15 + 255 + 0
-		c("random_525", func() []byte { return randomBytes(rng(3), 525) }), // literals: 15 + 255 + 255 + 0
+		c("random_16", func() []byte { return fixture.RandomBytes(rng(1), 16) }),
+		c("random_270", func() []byte { return fixture.RandomBytes(rng(2), 270) }), // literals: 15 + 255 + 0
+		c("random_525", func() []byte { return fixture.RandomBytes(rng(3), 525) }), // literals: 15 + 255 + 255 + 0
 		c("period_2", func() []byte { return fill("ab", 1000) }),
 		c("period_3", func() []byte { return fill("xyz", 1000) }),
 		c("period_4", func() []byte { return fill("1234", 1000) }),
@@ -76,21 +76,21 @@ func corpusRecipes() []corpusRecipe {
 			r := rng(4)
 			var b []byte
 			for i := 0; len(b) < 4096; i++ {
-				b = append(b, randomBytes(r, 1+i%23)...)
-				b = append(b, fill(string(randomBytes(r, 1+i%4)), 4+i*7%61)...)
+				b = append(b, fixture.RandomBytes(r, 1+i%23)...)
+				b = append(b, fill(string(fixture.RandomBytes(r, 1+i%4)), 4+i*7%61)...)
 			}
 			return b[:4096]
 		}),
 		c("prose_300", func() []byte { return lz4Prose(rng(5), 300) }),
-		c("jsonish_1024", func() []byte { return jsonish(rng(6), 1024) }),
-		c("jsonish_8191", func() []byte { return jsonish(rng(7), wideHashMin-1) }),
-		c("jsonish_8192", func() []byte { return jsonish(rng(7), wideHashMin) }),
+		c("jsonish_1024", func() []byte { return fixture.JSONish(rng(6), 1024) }),
+		c("jsonish_8191", func() []byte { return fixture.JSONish(rng(7), wideHashMin-1) }),
+		c("jsonish_8192", func() []byte { return fixture.JSONish(rng(7), wideHashMin) }),
 		c("prose_16384", func() []byte { return lz4Prose(rng(8), 16384) }),
-		c("jsonish_65536", func() []byte { return jsonish(rng(9), MaxCompressLen) }),
+		c("jsonish_65536", func() []byte { return fixture.JSONish(rng(9), MaxCompressLen) }),
 		c("fixture_4096", func() []byte { return fixture.NewBytes(4096) }),
-		c("random_4096", func() []byte { return randomBytes(rng(10), 4096) }),
+		c("random_4096", func() []byte { return fixture.RandomBytes(rng(10), 4096) }),
 		c("random_zero_stripes_4096", func() []byte {
-			b := randomBytes(rng(11), 4096)
+			b := fixture.RandomBytes(rng(11), 4096)
 			for i := range b {
 				if i/37%2 == 1 {
 					b[i] = 0
@@ -99,27 +99,27 @@ func corpusRecipes() []corpusRecipe {
 			return b
 		}),
 		c("text_then_random_16384", func() []byte {
-			return append(jsonish(rng(12), 8192), randomBytes(rng(13), 8192)...)
+			return append(fixture.JSONish(rng(12), 8192), fixture.RandomBytes(rng(13), 8192)...)
 		}),
 		c("random_then_repeat_20000", func() []byte {
-			half := randomBytes(rng(14), 10000)
+			half := fixture.RandomBytes(rng(14), 10000)
 			return append(half, half...)
 		}),
-		c("random_65535", func() []byte { return randomBytes(rng(15), MaxCompressLen-1) }),
-		c("random_65536", func() []byte { return randomBytes(rng(16), MaxCompressLen) }),
+		c("random_65535", func() []byte { return fixture.RandomBytes(rng(15), MaxCompressLen-1) }),
+		c("random_65536", func() []byte { return fixture.RandomBytes(rng(16), MaxCompressLen) }),
 		c("zeros_65536", func() []byte { return make([]byte, MaxCompressLen) }),
 		c("far_offset_65536", func() []byte {
 			// The first 400 bytes again at the end: matches at offsets
 			// above 65000, near the format's 65535.
-			b := randomBytes(rng(17), MaxCompressLen)
+			b := fixture.RandomBytes(rng(17), MaxCompressLen)
 			copy(b[MaxCompressLen-420:], b[:400])
 			return b
 		}),
-		{"literals_14", writerPutLiterals, func() []byte { return randomBytes(rng(18), 14) }},
-		{"literals_15", writerPutLiterals, func() []byte { return randomBytes(rng(19), 15) }},
-		{"literals_307200", writerPutLiterals, func() []byte { return randomBytes(rng(20), 300<<10) }},
-		{"pierrec_jsonish_65537", writerPierrec, func() []byte { return jsonish(rng(21), MaxCompressLen+1) }},
-		{"pierrec_jsonish_307200", writerPierrec, func() []byte { return jsonish(rng(22), 300<<10) }},
+		{"literals_14", writerPutLiterals, func() []byte { return fixture.RandomBytes(rng(18), 14) }},
+		{"literals_15", writerPutLiterals, func() []byte { return fixture.RandomBytes(rng(19), 15) }},
+		{"literals_307200", writerPutLiterals, func() []byte { return fixture.RandomBytes(rng(20), 300<<10) }},
+		{"pierrec_jsonish_65537", writerPierrec, func() []byte { return fixture.JSONish(rng(21), MaxCompressLen+1) }},
+		{"pierrec_jsonish_307200", writerPierrec, func() []byte { return fixture.JSONish(rng(22), 300<<10) }},
 		{"pierrec_prose_204800", writerPierrec, func() []byte { return lz4Prose(rng(23), 200<<10) }},
 	}
 }
