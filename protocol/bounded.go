@@ -147,7 +147,7 @@ func checkPrelude(b []byte, lim DecodeLimits) (int, error) {
 // stack for shallow documents and pooled state for deep ones.
 func walkDocument(b []byte, maxDepth int) error {
 	var shallow [shallowDepth]uint64
-	deep, err := walkMsgpack(b, maxDepth, shallow[:])
+	deep, err := walkMsgpack(b, maxDepth, shallow[:], false)
 	if deep != nil {
 		deepTrackers.Put(deep)
 	}
@@ -179,8 +179,12 @@ func wholeBytesItem(b []byte) bool {
 // walkMsgpack checks one non-empty document. owed[i] counts the items
 // still due in the open collection at level i+1; when the document nests
 // deeper than len(owed), the counts move to a pooled deepTracker, which is
-// returned for the caller to put back.
-func walkMsgpack(b []byte, maxDepth int, owed []uint64) (deep *deepTracker, err error) {
+// returned for the caller to put back. It is the one structural walker:
+// CheckMsgpack runs it, and so does the envelope's pre-scan with prescan
+// set, which also charges fixext data bytes to the budget and stops at the
+// end of the first document (trailing bytes are the typed decode's
+// business).
+func walkMsgpack(b []byte, maxDepth int, owed []uint64, prescan bool) (deep *deepTracker, err error) {
 	n := len(b)
 	budget := uint64(n - 1)
 	var declared uint64
@@ -210,6 +214,9 @@ func walkMsgpack(b []byte, maxDepth int, owed []uint64) (deep *deepTracker, err 
 				return deep, errReservedByte
 			case mp.ShapeFixed:
 				body = uint64(width)
+				if prescan && c >= mp.FixExt1 && c <= mp.FixExt16 {
+					slots = body - 1 // the fixext data bytes
+				}
 			default:
 				if n-pos < width {
 					return deep, errIncomplete
@@ -264,7 +271,7 @@ func walkMsgpack(b []byte, maxDepth int, owed []uint64) (deep *deepTracker, err 
 		// closing every one it fills.
 		for {
 			if depth == 0 {
-				if pos != n {
+				if pos != n && !prescan {
 					return deep, errTrailing
 				}
 				return deep, nil

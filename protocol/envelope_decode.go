@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"encoding/binary"
-	"github.com/cachekit-io/cachekit-go/protocol/internal/mp"
 	"unicode/utf8"
 )
 
@@ -60,96 +59,19 @@ func prescanEnvelope(env []byte) error {
 	if len(env) == 0 {
 		return envelopeErr(ErrMalformed, reasonPrescanTruncated)
 	}
-	budget := uint64(len(env) - 1)
-	var (
-		slots   uint64
-		stack   [prescanMaxDepth]uint64
-		depth   int
-		pending uint64 = 1
-		pos     int
-	)
-	for {
-		for pending == 0 {
-			if depth == 0 {
-				return nil
-			}
-			depth--
-			pending = stack[depth]
-		}
-		if pos >= len(env) {
-			return envelopeErr(ErrMalformed, reasonPrescanTruncated)
-		}
-		m := env[pos]
-		pos++
-		pending--
-
-		var (
-			n         uint64 // declared slots of this header
-			skip      uint64 // payload bytes that follow the header
-			container bool
-			width     int // bytes of the length field that follows the marker
-			kind      int
-		)
-		switch {
-		case m <= 0x7f || m >= 0xe0: // positive and negative fixint
-		case m&0xf0 == mp.FixMap:
-			n, container = uint64(m&0x0f)*2, true
-		case m&0xf0 == mp.FixArray:
-			n, container = uint64(m&0x0f), true
-		case m&0xe0 == mp.FixStr:
-			n = uint64(m & 0x1f)
-			skip = n
-		default:
-			var w int
-			w, kind = mp.HeaderShape(m)
-			switch kind {
-			case mp.ShapeReserved:
-				return envelopeErr(ErrMalformed, reasonPrescanMarker)
-			case mp.ShapeFixed: // nil, bool, numbers, fixext
-				skip = uint64(w)
-				if m >= mp.FixExt1 && m <= mp.FixExt16 {
-					n = skip - 1 // the pre-scan charges fixext data bytes as slots
-				}
-			case mp.ShapeArray, mp.ShapeMap:
-				width, container = w, true
-			default: // str, bin, ext: a length field
-				width = w
-			}
-		}
-		if width > 0 {
-			if len(env)-pos < width {
-				return envelopeErr(ErrMalformed, reasonPrescanTruncated)
-			}
-			n = readBE(env[pos:], width)
-			pos += width
-			switch kind {
-			case mp.ShapeMap:
-				n *= 2
-			case mp.ShapeExt:
-				skip = n + 1 // the type byte follows the length
-			case mp.ShapeBytes:
-				skip = n
-			}
-		}
-		slots += n
-		if slots > budget {
-			return envelopeErr(ErrTooLarge, reasonPrescanBudget)
-		}
-		if container {
-			if depth+1 > prescanMaxDepth {
-				return envelopeErr(ErrTooLarge, reasonPrescanDepth)
-			}
-			if n > 0 {
-				stack[depth] = pending
-				depth++
-				pending = n
-			}
-			continue
-		}
-		if uint64(len(env)-pos) < skip {
-			return envelopeErr(ErrMalformed, reasonPrescanTruncated)
-		}
-		pos += int(skip)
+	var stack [prescanMaxDepth]uint64
+	_, err := walkMsgpack(env, prescanMaxDepth, stack[:], true)
+	switch err {
+	case nil:
+		return nil
+	case errReservedByte:
+		return envelopeErr(ErrMalformed, reasonPrescanMarker)
+	case errOverclaim:
+		return envelopeErr(ErrTooLarge, reasonPrescanBudget)
+	case errTooNested:
+		return envelopeErr(ErrTooLarge, reasonPrescanDepth)
+	default: // errIncomplete
+		return envelopeErr(ErrMalformed, reasonPrescanTruncated)
 	}
 }
 

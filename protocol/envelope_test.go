@@ -22,9 +22,9 @@ var roundTripSizes = []int{0, 1, 2, 4, 5, 11, 12, 13, 15, 16, 17, 31, 32, 64, 25
 func TestEnvelopeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	gens := map[string]func(int) []byte{
-		"random":          func(n int) []byte { return fixture.RandomBytes(rng, n) },
+		"random":  func(n int) []byte { return fixture.RandomBytes(rng, n) },
 		"jsonish": func(n int) []byte { return fixture.JSONish(rng, n) },
-		"zeros":           func(n int) []byte { return make([]byte, n) },
+		"zeros":   func(n int) []byte { return make([]byte, n) },
 	}
 	for name, gen := range gens {
 		for _, n := range roundTripSizes {
@@ -88,11 +88,11 @@ func TestEnvelopeFormats(t *testing.T) {
 func TestEnvelopeBitFlips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	inputs := map[string][]byte{
-		"hello":           []byte("hello, cachekit!"),
-		"jsonish": fixture.JSONish(rng, 300),
-		"random":          fixture.RandomBytes(rng, 80),
-		"empty":           {},
-		"repeated":        bytes.Repeat([]byte("A"), 1024),
+		"hello":    []byte("hello, cachekit!"),
+		"jsonish":  fixture.JSONish(rng, 300),
+		"random":   fixture.RandomBytes(rng, 80),
+		"empty":    {},
+		"repeated": bytes.Repeat([]byte("A"), 1024),
 	}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
