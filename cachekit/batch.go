@@ -27,11 +27,12 @@ func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, e
 }
 
 // mgetAs is MGet without observing the operation. Its result's tier is L1
-// when L1 answered every key, else L2 (none when L1 and Redis hold none of
-// them).
+// when L1 answered every key, else the last tier asked: L2 when there is
+// one.
 func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T, result, error) {
 	out := make(map[string]T, len(keys))
-	var r result
+	r := result{tier: tierL1}
+	l1Hits := 0
 	degraded, err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
 		var v T
 		if err := c.decode(payload, &v); err != nil {
@@ -39,11 +40,17 @@ func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T,
 		}
 		out[key] = v
 		r.size += len(payload)
-		if r.tier != tierL2 {
-			r.tier = tierOf(tier)
+		if tier == TierL1 {
+			l1Hits++
 		}
 		return nil
 	})
+	if c.l1 == nil || l1Hits < len(keys) {
+		r.tier = tierL2 // some key went on to Redis (or would have)
+		if c.l2 == nil {
+			r.tier = tierL1
+		}
+	}
 	switch {
 	case err != nil:
 	case degraded:

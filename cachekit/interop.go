@@ -21,6 +21,8 @@ func InteropKey(namespace, operation string, args ...any) (string, error) {
 func (c *Client) InteropSet(ctx context.Context, namespace, operation string, args []any, value any, ttl time.Duration) error {
 	key, err := c.interopKey(namespace, operation, args)
 	if err != nil {
+		ctx, oc := c.beginBatch(ctx, opInteropSet, 0) // no key to digest
+		c.end(ctx, oc, result{}, err)
 		return err
 	}
 	ctx, oc := c.begin(ctx, opInteropSet, key)
@@ -34,6 +36,8 @@ func (c *Client) InteropSet(ctx context.Context, namespace, operation string, ar
 func (c *Client) InteropGet(ctx context.Context, namespace, operation string, args []any, dst any) error {
 	key, err := c.interopKey(namespace, operation, args)
 	if err != nil {
+		ctx, oc := c.beginBatch(ctx, opInteropGet, 0) // no key to digest
+		c.end(ctx, oc, result{}, err)
 		return err
 	}
 	_, err = c.get(ctx, opInteropGet, key, dst, false)

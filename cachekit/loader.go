@@ -76,13 +76,11 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	// one Redis operation at most, not four.
 	var me *MissError
 	degraded := errors.As(err, &me)
-	var led atomic.Bool
 	waitStart := time.Now()
-	res, err := c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
-		led.Store(true)
+	res, led, err := c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
 		return loadAndStore(lctx, c, key, ttl, load, degraded)
 	})
-	if !led.Load() {
+	if !led {
 		c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "single_flight"),
 			attribute.Int64("cachekit.wait_us", time.Since(waitStart).Microseconds()))
 	}
@@ -185,7 +183,13 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 // loaderError).
 func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
 	ctx, done := c.startLoad(ctx)
-	defer func() { done(err) }() // a panic is recovered, and recorded, by the caller
+	defer func() {
+		if r := recover(); r != nil {
+			done(errLoaderPanic(r))
+			panic(r) // the caller recovers it as before
+		}
+		done(err)
+	}()
 	o := new(ttlOverride)
 	v, err = load(context.WithValue(ctx, ttlOverrideKey{}, o))
 	if d := time.Duration(o.ttl.Load()); d != 0 {
@@ -253,10 +257,11 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	return noop, nil, false
 }
 
-// errLoaderPanic is the error a recovered loader panic becomes. The panic
-// value may hold data: only its type is named.
+// errLoaderPanic is the error a recovered loader panic becomes, marked as
+// the loader's (error.type "loader"). The panic value may hold data: only
+// its type is named.
 func errLoaderPanic(r any) error {
-	return fmt.Errorf("cachekit: loader panicked (%T)", r)
+	return &loaderError{fmt.Errorf("cachekit: loader panicked (%T)", r)}
 }
 
 // normalizeTTL applies the protocol's TTL rules.
@@ -278,15 +283,16 @@ type flight struct {
 	cancel  context.CancelFunc // ends ctx
 }
 
-// do runs fn for key, or joins the run in progress. fn's ctx keeps ctx's
-// values; it ends after timeout, when bg ends (Close), or when every caller
-// has stopped waiting.
-func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key string, fn func(context.Context) (any, error)) (any, error) {
+// do runs fn for key, or joins the run in progress; led reports that this
+// caller started the run. fn's ctx keeps ctx's values; it ends after
+// timeout, when bg ends (Close), or when every caller has stopped waiting.
+func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key string, fn func(context.Context) (any, error)) (_ any, led bool, _ error) {
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = make(map[string]*flight)
 	}
 	f, ok := g.m[key]
+	led = !ok
 	if !ok {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		stop := context.AfterFunc(bg, cancel)
@@ -298,21 +304,21 @@ func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key str
 	g.mu.Unlock()
 	select {
 	case <-f.done:
-		return f.val, f.err
+		return f.val, led, f.err
 	case <-ctx.Done():
 		g.leave(key, f)
-		return nil, ctx.Err()
+		return nil, led, ctx.Err()
 	case <-f.ctx.Done():
 		// Timed out or cancelled by Close: whether or not the function
 		// honours its ctx, nobody waits for it any more, and the next
 		// caller starts afresh.
 		select {
 		case <-f.done:
-			return f.val, f.err
+			return f.val, led, f.err
 		default:
 		}
 		g.forget(key, f)
-		return nil, f.ctx.Err()
+		return nil, led, f.ctx.Err()
 	}
 }
 

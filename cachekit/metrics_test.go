@@ -92,6 +92,9 @@ func TestMetricsRecorded(t *testing.T) {
 	if m, err := MGet[int](bg, c, []string{"a", "b", "zz"}); err != nil || len(m) != 2 {
 		t.Fatal(m, err)
 	}
+	if m, err := MGet[int](bg, c, []string{"none1", "none2"}); err != nil || len(m) != 0 {
+		t.Fatal(m, err)
+	}
 	if ok, err := c.SetIfAbsent(bg, "a", 9, time.Minute); ok || err != nil {
 		t.Fatal(ok, err)
 	}
@@ -115,6 +118,9 @@ func TestMetricsRecorded(t *testing.T) {
 	if _, err := GetOrLoad(bg, c, "failing", func(context.Context) (string, error) { return "", boom }); err != boom {
 		t.Fatalf("GetOrLoad returned %v, want the loader's own error", err)
 	}
+	if _, err := GetOrLoad(bg, c, "panics", func(context.Context) (string, error) { panic("loader bug") }); err == nil {
+		t.Fatal("a panicking loader returned no error")
+	}
 	if _, err := MGetOrLoad(bg, c, []string{"a", "m1"}, func(_ context.Context, missing []string) (map[string]int, error) {
 		return map[string]int{"m1": 1}, nil
 	}); err != nil {
@@ -133,20 +139,21 @@ func TestMetricsRecorded(t *testing.T) {
 		"cachekit.operations{op=set,outcome=ok,tier=l2}":                                        2,
 		"cachekit.operations{op=mset,outcome=ok,tier=l2}":                                       1,
 		"cachekit.operations{op=mget,outcome=hit,tier=l2}":                                      1,
+		"cachekit.operations{op=mget,outcome=miss,tier=l2}":                                     1,
 		"cachekit.operations{op=set_if_absent,outcome=not_stored,tier=l2}":                      1,
 		"cachekit.operations{op=exists,outcome=ok,tier=l1}":                                     1,
 		"cachekit.operations{op=ttl,outcome=ok,tier=l2}":                                        1,
 		"cachekit.operations{op=touch,outcome=ok,tier=l2}":                                      1,
 		"cachekit.operations{op=get_or_load,outcome=loaded,tier=none}":                          1,
 		"cachekit.operations{op=get_or_load,outcome=hit,tier=l1}":                               1,
-		"cachekit.operations{error.type=loader,op=get_or_load,outcome=error,tier=none}":         1,
-		"cachekit.operations{op=mget_or_load,outcome=loaded,tier=l1}":                           1,
+		"cachekit.operations{error.type=loader,op=get_or_load,outcome=error,tier=none}":         2, // the loader error and the panic
+		"cachekit.operations{op=mget_or_load,outcome=loaded,tier=l2}":                           1,
 		"cachekit.operations{op=delete,outcome=ok,tier=l2}":                                     1,
 		"cachekit.operation.duration{op=set,outcome=ok,tier=l2}":                                2,
 		"cachekit.operation.duration{op=get,outcome=hit,tier=l1}":                               3,
-		"cachekit.operation.duration{error.type=loader,op=get_or_load,outcome=error,tier=none}": 1,
+		"cachekit.operation.duration{error.type=loader,op=get_or_load,outcome=error,tier=none}": 2,
 		"cachekit.loader.calls{outcome=ok}":                                                     2,
-		"cachekit.loader.calls{outcome=error}":                                                  1,
+		"cachekit.loader.calls{outcome=error}":                                                  2, // the loader error and the panic
 		"cachekit.loader.duration{outcome=ok}":                                                  2,
 		"cachekit.decrypt.failures{reason=auth,tier=l2}":                                        1,
 		"cachekit.encrypt.nonces{}":                                                             7,

@@ -50,7 +50,9 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 	if len(missing) == 0 {
 		return out, r, nil
 	}
-	r.out = outLoaded
+	if r.out != outDegraded { // a FailOpen read's loads stay "degraded", as GetOrLoad's
+		r.out = outLoaded
+	}
 	lead, flights, run := c.flights.claim(ctx, c.bg, c.loadTimeout, missing)
 	if len(lead) > 0 {
 		go run(func(ctx context.Context) (map[string]any, error) {

@@ -354,8 +354,15 @@ func (e *loaderError) Error() string { return e.err.Error() }
 func (e *loaderError) Unwrap() error { return e.err }
 
 // unwrapLoader returns err without its loaderError mark, and whether it
-// had one.
+// had one. A nil err costs nothing (errors.As would allocate its target).
 func unwrapLoader(err error) (error, bool) {
+	if err == nil {
+		return nil, false
+	}
+	return unwrapLoaderErr(err)
+}
+
+func unwrapLoaderErr(err error) (error, bool) {
 	var le *loaderError
 	if errors.As(err, &le) {
 		return le.err, true

@@ -62,8 +62,8 @@ func compressedToken(compressed bool) string {
 // AADLen returns the number of bytes AppendAAD appends for these inputs
 // (the four-component form), whether or not the inputs are valid.
 //
-// In this module only AppendAAD calls it; it is exported so a caller can
-// size a buffer for one AAD before building it.
+// In this module only the AAD builders call it; it is exported so a caller
+// can size a buffer for one AAD before building it.
 func AADLen(tenant, cacheKey, format string, compressed bool) int {
 	return 1 + 4*aadLenPrefix + len(tenant) + len(cacheKey) + len(format) +
 		len(compressedToken(compressed))

@@ -79,8 +79,8 @@ func InteropKey(namespace, operation string, args ...any) (string, error) {
 // start-up rather than on the first call. Errors wrap ErrInvalidKey and
 // name the segment and the rule, never the segment text.
 //
-// In this module InteropKey calls it; it is exported for the start-up
-// check described above.
+// In this module InteropKey and ValidateInteropKey call it; it is exported
+// for the start-up check described above.
 func ValidateInteropSegments(namespace, operation string) error {
 	if reason := segmentDefect(namespace); reason != "" {
 		return formatErr(opInteropKey, ErrInvalidKey, "namespace "+reason)

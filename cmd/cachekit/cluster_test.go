@@ -64,7 +64,7 @@ func TestClusterOneRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil {
 		t.Fatalf("rotate on a cluster: exit %d, %q %q (%v)", code, out, errOut, err)
 	}
-	if sum.Scanned != nOld+20 || sum.Resealed != nOld || sum.AlreadyCurrent != 20 || sum.Failed != 0 || sum.Cursor != 0 {
+	if sum.Scanned != nOld+20 || sum.Resealed != nOld || sum.AlreadyCurrent != 20 || sum.Failed != 0 || sum.Cursor != 0 || !sum.Complete {
 		t.Fatalf("rotate summary %+v", sum)
 	}
 	onlyCurrent := s.appClient(t, "app:", testKeyHex)

@@ -71,7 +71,7 @@ func (g *globalFlags) resolveRedisURL(getenv func(string) string) string {
 // (redis+cluster:// or rediss+cluster://): its SCAN walks every master at
 // once, so it has no single cursor to resume from.
 func (g *globalFlags) cluster(getenv func(string) string) bool {
-	u := g.resolveRedisURL(getenv)
+	u := strings.ToLower(g.resolveRedisURL(getenv))
 	return strings.HasPrefix(u, "redis+cluster://") || strings.HasPrefix(u, "rediss+cluster://")
 }
 

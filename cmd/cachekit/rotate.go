@@ -63,7 +63,8 @@ type rotateSummary struct {
 	OtherType      int     `json:"other_type"`
 	Changed        int     `json:"changed_or_expired_meanwhile"`
 	Failed         int     `json:"failed"`
-	Cursor         uint64  `json:"cursor"` // where to resume (--cursor); 0: the walk finished
+	Cursor         uint64  `json:"cursor"`   // where to resume (--cursor); 0 on a cluster, which has none
+	Complete       bool    `json:"complete"` // the walk reached the end of the keyspace
 	Seconds        float64 `json:"seconds"`
 	PerSecond      float64 `json:"entries_per_second"`
 }
@@ -150,6 +151,7 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	if sum.Seconds > 0 {
 		sum.PerSecond = float64(sum.Scanned) / sum.Seconds
 	}
+	sum.Complete = err == nil
 	printRotateSummary(e.stdout, g, sum)
 	switch {
 	case errors.Is(err, context.Canceled) && cluster:
@@ -225,8 +227,12 @@ func printRotateSummary(w io.Writer, g *globalFlags, s rotateSummary) {
 	}
 	fmt.Fprintf(w, "scanned %d: %s, already current %d, changed or expired meanwhile %d, unreadable %d, plaintext %d, other types %d, failed %d (%.1f s, %.0f entries/s)\n",
 		s.Scanned, verb, s.AlreadyCurrent, s.Changed, s.Unreadable, s.Plaintext, s.OtherType, s.Failed, s.Seconds, s.PerSecond)
-	if s.Cursor != 0 {
+	switch {
+	case s.Complete:
+	case s.Cursor != 0:
 		fmt.Fprintf(w, "stopped before the end: resume with --cursor %d\n", s.Cursor)
+	default:
+		fmt.Fprintln(w, "stopped before the end: run it again (entries already current are skipped)")
 	}
 }
 

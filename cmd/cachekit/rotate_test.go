@@ -232,7 +232,7 @@ func TestRotateResumesAtCursor(t *testing.T) {
 	envv := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
 	var sum rotateSummary
 	code, out, errOut := runIn(envv, "rotate", "--secure", "--json", "--cursor", fmt.Sprint(cursor))
-	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil || sum.Cursor != 0 {
+	if err := json.Unmarshal([]byte(out), &sum); code != exitOK || err != nil || sum.Cursor != 0 || !sum.Complete {
 		t.Fatalf("resumed run: exit %d, %q %q", code, out, errOut)
 	}
 	if sum.Resealed < 3000-first || sum.Resealed == 3000 {

@@ -127,7 +127,7 @@ func run(cfg config) (int, error) {
 			return 0, err
 		}
 	}
-	code := report(os.Stdout, results, base)
+	code := report(os.Stdout, results, base, cfg.filter)
 	if cfg.update {
 		if err := writeBaseline(cfg.baseline, results); err != nil {
 			return 0, err

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -64,12 +65,12 @@ func TestReportFailsOnRegression(t *testing.T) {
 	base := &baseline{Workloads: map[string]float64{"A": 1000, "B": 1000}}
 	var sb strings.Builder
 	ok := []result{{name: "A", runs: []float64{1005}, median: 1005}, {name: "B", runs: []float64{990}, median: 990}}
-	if code := report(&sb, ok, base); code != 0 {
+	if code := report(&sb, ok, base, nil); code != 0 {
 		t.Fatalf("within 1%%: exit %d\n%s", code, sb.String())
 	}
 	sb.Reset()
 	bad := []result{{name: "A", runs: []float64{1030}, median: 1030}, {name: "B", runs: []float64{1000}, median: 1000}}
-	if code := report(&sb, bad, base); code != 1 || !strings.Contains(sb.String(), "FAIL") {
+	if code := report(&sb, bad, base, nil); code != 1 || !strings.Contains(sb.String(), "FAIL") {
 		t.Fatalf("+3%%: exit %d\n%s", code, sb.String())
 	}
 }
@@ -80,13 +81,17 @@ func TestReportFailsOnMissingOrUnexpectedRows(t *testing.T) {
 	base := &baseline{Workloads: map[string]float64{"A": 1000, "B": 1000}}
 	var sb strings.Builder
 	missing := []result{{name: "A", runs: []float64{1000}, median: 1000}}
-	if code := report(&sb, missing, base); code != 1 || !strings.Contains(sb.String(), "missing from this run") {
+	if code := report(&sb, missing, base, nil); code != 1 || !strings.Contains(sb.String(), "missing from this run") {
 		t.Fatalf("B missing: exit %d\n%s", code, sb.String())
+	}
+	sb.Reset()
+	if code := report(&sb, missing, base, regexp.MustCompile("^A$")); code != 0 {
+		t.Fatalf("-run A: B is not missing, it was not asked for: exit %d\n%s", code, sb.String())
 	}
 	sb.Reset()
 	extra := []result{{name: "A", runs: []float64{1000}, median: 1000}, {name: "B", runs: []float64{1000}, median: 1000},
 		{name: "C", runs: []float64{5000}, median: 5000}}
-	if code := report(&sb, extra, base); code != 1 || !strings.Contains(sb.String(), "not in the baseline") {
+	if code := report(&sb, extra, base, nil); code != 1 || !strings.Contains(sb.String(), "not in the baseline") {
 		t.Fatalf("C unexpected: exit %d\n%s", code, sb.String())
 	}
 }
