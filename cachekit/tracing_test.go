@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
 // tracedClient is a Client with spans recorded in memory.
@@ -257,13 +258,9 @@ func TestSpanEvents(t *testing.T) {
 		}
 	})
 	t.Run("breaker refused", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		_ = ln.Close() // nothing listens: every dial is refused
-		c, rec := tracedClient(t, Options{RedisURL: "redis://" + addr, Reliability: &Reliability{BreakerThreshold: 1, MaxAttempts: 1}})
+		srv := redistest.Start(t)
+		srv.Stop() // nothing listens on its port (no other test is handed it): every dial is refused
+		c, rec := tracedClient(t, Options{RedisURL: srv.URL(), Reliability: &Reliability{BreakerThreshold: 1, MaxAttempts: 1}})
 		_, _ = Get[string](bg, c, "k") // opens the breaker
 		_, _ = Get[string](bg, c, "k") // refused
 		if s := last(rec, "cachekit.Get"); !hasEvent(s, "cachekit.breaker_refused") || spanAttr(s, "error.type") != "circuit_open" {

@@ -277,14 +277,37 @@ func waitFor(tb testing.TB, limit time.Duration, what string, cond func() bool) 
 	}
 }
 
+// handedOut holds every port freePort has returned in this process. A
+// stopped server keeps its port for its restart, and parallel tests start
+// servers meanwhile: a port is never handed out twice, so another test's
+// server cannot take a stopped server's port (and its clients would not
+// reach someone else's data).
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("redistest: pick port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("redistest: pick port: %v", err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p
+		}
+	}
+	tb.Fatalf("redistest: no port that was not handed out before")
+	return 0
 }
 
 // clusterBusOffset is how far above a cluster node's port its bus port is.
