@@ -332,6 +332,16 @@ func checkPre(t *testing.T, c *Client, n int) (lost int) {
 	for i := range n {
 		k := fmt.Sprint("pre:", i)
 		got, err := Get[string](bg, c, k)
+		if errors.Is(err, ErrCircuitOpen) {
+			// The breaker may still be open from the fault's last failures
+			// (a 2-core machine under load stretches the failover): it
+			// lets a call through within its open interval. A refusal is
+			// not a lost key; read again once a call gets through.
+			testwait.For(t, 5*time.Second, func() bool {
+				got, err = Get[string](bg, c, k)
+				return !errors.Is(err, ErrCircuitOpen)
+			}, "the breaker letting "+k+" through after recovery")
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 			lost++
