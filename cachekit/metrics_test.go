@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
 // collect returns every data point of the reader as "name{attrs}" -> value.
@@ -270,5 +272,38 @@ func TestInvalidationAndReliabilityMetrics(t *testing.T) {
 	waitWithin(t, 2*time.Second, func() bool { return c.InvalidationStats().Losses > 0 && c.InvalidationStats().Tracking })
 	if got := collect(t, reader); got["cachekit.invalidation.losses{}"] != 1 || got["cachekit.invalidation.tracking{}"] != 1 {
 		t.Errorf("after a loss: losses %v, tracking %v; want 1, 1", got["cachekit.invalidation.losses{}"], got["cachekit.invalidation.tracking{}"])
+	}
+}
+
+// TestFailOpenLoadsCountAsDegraded: with Redis down under FailOpen, a
+// GetOrLoad and an MGetOrLoad return the loader's values, and both are
+// counted as degraded, not as ordinary loads.
+func TestFailOpenLoadsCountAsDegraded(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	srv.Stop()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := newClient(t, Options{RedisURL: srv.URL(), Reliability: &Reliability{FailOpen: true}, MeterProvider: mp})
+	if v, err := GetOrLoad(bg, c, "k", func(context.Context) (int, error) { return 1, nil }); err != nil || v != 1 {
+		t.Fatalf("GetOrLoad with Redis down: %d, %v", v, err)
+	}
+	m, err := MGetOrLoad(bg, c, []string{"a", "b"}, func(_ context.Context, missing []string) (map[string]int, error) {
+		return map[string]int{"a": 1, "b": 2}, nil
+	})
+	if err != nil || len(m) != 2 {
+		t.Fatalf("MGetOrLoad with Redis down: %v, %v", m, err)
+	}
+	degraded := map[string]bool{}
+	for k := range collect(t, reader) {
+		for _, op := range []string{"get_or_load", "mget_or_load"} {
+			if strings.HasPrefix(k, "cachekit.operations{") && strings.Contains(k, "op="+op+",") && strings.Contains(k, "outcome=degraded") {
+				degraded[op] = true
+			}
+		}
+	}
+	if !degraded["get_or_load"] || !degraded["mget_or_load"] {
+		t.Fatalf("degraded outcomes recorded: %v, want both get_or_load and mget_or_load", degraded)
 	}
 }

@@ -145,13 +145,5 @@ func (s *Store) Unlink(ctx context.Context, keys ...string) (int64, error) {
 		}
 		return nil
 	})
-	var n int64
-	for _, c := range cmds {
-		d, err := c.Result()
-		if err != nil {
-			return n, fail("del", err)
-		}
-		n += d
-	}
-	return n, nil
+	return sumDeleted(cmds)
 }

@@ -254,6 +254,13 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 		}
 		return nil
 	})
+	return sumDeleted(cmds)
+}
+
+// sumDeleted adds up the keys a pipeline of DEL or UNLINK commands
+// removed, stopping at the first failed command (the count so far and its
+// error).
+func sumDeleted(cmds []*redis.IntCmd) (int64, error) {
 	var total int64
 	for _, c := range cmds {
 		n, err := c.Result()

@@ -287,13 +287,22 @@ var handedOut struct {
 	ports map[int]bool
 }
 
-func freePort(tb testing.TB) int {
-	tb.Helper()
+// reserve marks port as handed out; false when it already was.
+func reserve(port int) bool {
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	if handedOut.ports == nil {
 		handedOut.ports = map[int]bool{}
 	}
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
 	for range 1000 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -301,8 +310,7 @@ func freePort(tb testing.TB) int {
 		}
 		p := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if !handedOut.ports[p] {
-			handedOut.ports[p] = true
+		if reserve(p) {
 			return p
 		}
 	}
@@ -322,10 +330,13 @@ func freeClusterPort(tb testing.TB) int {
 		if p+clusterBusOffset > 65535 {
 			continue
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+clusterBusOffset)))
+		bus := p + clusterBusOffset
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(bus)))
 		if err == nil {
 			l.Close()
-			return p
+			if reserve(bus) { // the node binds it too: no other server may get it
+				return p
+			}
 		}
 	}
 	tb.Fatalf("redistest: no free port with a free cluster bus port")

@@ -20,3 +20,21 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 		t.Fatal("server still answers after Kill")
 	}
 }
+
+// TestPortsNeverHandedOutTwice: no two servers of one test process are
+// given the same port, nor a cluster node's bus port, even after one has
+// stopped (its port waits for its restart).
+func TestPortsNeverHandedOutTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 200 {
+		p := freePort(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+	p := freeClusterPort(t)
+	if reserve(p+clusterBusOffset) || reserve(p) {
+		t.Fatal("a cluster node's port or bus port could be handed out again")
+	}
+}
