@@ -29,39 +29,43 @@ func (c *Client) Get(ctx context.Context, key string, dst any) error {
 // Redis's PTTL otherwise).
 func (c *Client) get(ctx context.Context, op opID, key string, dst any, wantTTL bool) (time.Duration, error) {
 	ctx, oc := c.begin(ctx, op, key)
-	left, r, err := c.getPayload(ctx, key, dst, wantTTL)
-	c.end(ctx, oc, r, err)
+	left, tier, size, err := c.getPayload(ctx, key, dst, wantTTL)
+	if oc != nil { // the result is built only for an observer
+		c.obs.end(ctx, oc, result{tier: tierOf(tier), size: size}, err)
+	}
 	return left, err
 }
 
-func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bool) (time.Duration, result, error) {
+// getPayload reads key into dst; besides the remaining TTL it returns the
+// tier that answered and the payload's size, for the observer.
+func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bool) (time.Duration, Tier, int, error) {
 	if c.closed.Load() {
-		return 0, result{}, ErrClosed
+		return 0, "", 0, ErrClosed
 	}
 	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
-		return 0, result{}, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
+		return 0, "", 0, fmt.Errorf("%w (got %T)", ErrInvalidDestination, dst)
 	}
 	s := getScratch()
 	defer putScratch(s)
 	// The remaining TTL bounds an L1 backfill: without L1 (and unless the
 	// caller wants it) a plain GET saves Redis a PTTL per read.
 	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil)
-	r := result{tier: tierOf(tier), size: len(payload)}
+	size := len(payload)
 	if err != nil {
-		return 0, r, err
+		return 0, tier, size, err
 	}
 	if wantTTL && tier == TierL1 {
 		// What L1 holds key for now (a write after the read above may
 		// have replaced the entry: then it is the newer entry's).
 		var ok bool
 		if left, ok = c.l1.Remaining(key); !ok {
-			return 0, result{}, ErrNotFound // expired or dropped since the read: a miss
+			return 0, tier, 0, ErrNotFound // expired or dropped since the read: a miss
 		}
 	}
 	if err := c.decode(payload, dst); err != nil {
-		return 0, r, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
+		return 0, tier, size, &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 	}
-	return left, r, nil
+	return left, tier, size, nil
 }
 
 // loadTTL finds key's entry, opens it and returns its msgpack payload

@@ -21,12 +21,13 @@ func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 // (GetOrLoad's, MGetOrLoad's).
 func getInner[T any](ctx context.Context, c *Client, key string) (T, result, error) {
 	var v T
-	if _, r, err := c.getPayload(ctx, key, &v, false); err != nil {
+	_, tier, size, err := c.getPayload(ctx, key, &v, false)
+	r := result{tier: tierOf(tier), size: size}
+	if err != nil {
 		var zero T
 		return zero, r, err
-	} else {
-		return v, r, nil
 	}
+	return v, r, nil
 }
 
 // GetWithTTL returns the T stored under key and how long the entry has
