@@ -26,7 +26,8 @@ type Client struct {
 	interop     bool
 	jsonTags    bool // Options.StructTag "json"
 	defaultTTL  time.Duration
-	lockTTL     time.Duration
+	leaseTTL    time.Duration // Options.LeaseTTL, defaulted
+	fleetWait   bool          // Options.FleetSingleFlight
 	loadTimeout time.Duration
 	// maxValue bounds encoded values (Options.MaxValueBytes); limits is the
 	// read path's decode bound built from it.
@@ -64,10 +65,14 @@ type Client struct {
 	// stopBG cancels bg.
 	stopBG context.CancelFunc
 
-	closed   atomic.Bool
-	lastWarn atomic.Int64
-	flights  flightGroup
-	stats    counters
+	closed     atomic.Bool
+	lastWarn   atomic.Int64
+	flights    flightGroup
+	leaseWaits leaseWaiters
+	// testHookFill, when set (by tests, before use), runs after a load
+	// holding a lease and before its store.
+	testHookFill func(key string)
+	stats        counters
 }
 
 // New builds a Client from opts, which it does not modify. With encryption
@@ -89,7 +94,8 @@ func New(opts Options) (*Client, error) {
 		interop:     opts.Interop,
 		jsonTags:    opts.StructTag == "json",
 		defaultTTL:  opts.DefaultTTL,
-		lockTTL:     opts.LockTTL,
+		leaseTTL:    opts.LeaseTTL,
+		fleetWait:   opts.FleetSingleFlight,
 		loadTimeout: opts.LoadTimeout,
 		log:         opts.Logger,
 		now:         opts.Clock,
@@ -102,6 +108,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if c.loadTimeout == 0 {
 		c.loadTimeout = defaultLoadTimeout
+	}
+	if c.leaseTTL == 0 {
+		c.leaseTTL = defaultLeaseTTL
 	}
 	c.maxValue = opts.MaxValueBytes
 	if c.maxValue == 0 {
@@ -262,13 +271,19 @@ func (c *Client) fullKey(key string) string {
 // its own. Buffers that grew past maxPooled are dropped, not pooled.
 const maxPooled = 256 << 10
 
-type scratch struct{ aad, plain, value []byte }
+type scratch struct {
+	aad, plain, value []byte
+	// stored is the sealed entry the last read through loadTTL opened
+	// (L1's or Redis's bytes, never written to): SWR compares against it.
+	stored []byte
+}
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(s *scratch) {
+	s.stored = nil
 	// The buffers held decrypted bytes: wipe what was used, whether the
 	// buffers go back to the pool or to the garbage collector.
 	if cap(s.plain) > maxPooled || cap(s.value) > maxPooled || cap(s.aad) > maxPooled {

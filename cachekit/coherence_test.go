@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // These tests drive real races through the public API: a go-redis hook
@@ -23,7 +24,7 @@ import (
 // command, and a plain client on the same Redis for setup and checks.
 func heldClient(t *testing.T, name, key string, opts Options) (*Client, *redistest.Hold, *redis.Client) {
 	t.Helper()
-	return heldClientWith(t, redistest.NewHold(name, key), opts)
+	return heldClientWith(t, redistest.NewHold(name, key).Named(l2.CommandName), opts)
 }
 
 // heldClientWith is heldClient with a Hold of the caller's.
@@ -190,7 +191,7 @@ func TestCoherenceMGetSet(t *testing.T) {
 // GetOrLoad stores what its loader returned; a Set that lands meanwhile wins.
 func TestCoherenceLoaderStoreSet(t *testing.T) {
 	t.Parallel()
-	c, h, raw := heldClient(t, "set", "k", Options{})
+	c, h, raw := heldClient(t, "lease.fill", "k", Options{})
 	r := async(func() error {
 		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
 		return err

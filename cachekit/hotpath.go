@@ -110,6 +110,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	if err != nil {
 		return nil, TierL2, 0, err
 	}
+	s.stored = stored
 	return payload, TierL2, ttl, nil
 }
 
@@ -128,6 +129,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 	}
 	if err == nil {
 		c.stats.l1Hits.Add(1)
+		s.stored = stored
 		return payload, true, nil
 	}
 	if notTheEntry(ctx, err) {

@@ -38,9 +38,20 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // it then too (even if the loader ignores its ctx), and the next call for
 // the key starts a new load rather than joining the abandoned one.
 // Loader errors are returned to every waiting caller and never cached.
-// With Options.LockTTL set, the load also takes a Redis lock ({key}:lock,
-// SET NX PX) so one instance of a fleet loads while others wait for its
-// result; failing to take or reach the lock means loading without it.
+//
+// With Redis (outside interop mode) a miss plants a lease in the key
+// before loading, and the loaded value is stored only while the lease is
+// still there, checked by Redis in the same script that stores it: a Set,
+// Delete or any other write of the key while the loader runs (by this
+// Client, another process, another SDK, redis-cli, expiry or eviction)
+// wins, and the loaded value goes only to this call's callers (counted in
+// Stats.LeasesLost). Other reads see a key under a lease as missing. The
+// lease lives Options.LeaseTTL and is renewed while the loader runs; a
+// loader error deletes it at once. A miss that finds another Client's
+// lease waits for that load's result with Options.FleetSingleFlight
+// (Production and Secure), or else loads without storing. A miss that
+// finds an entry stored meanwhile returns it. Costs: one round trip more
+// than a plain store on a miss (the lease), none on a hit.
 //
 // An entry that exists but cannot be opened (tampered, wrong key) is
 // replaced by a fresh load; a Redis error is returned, except under
@@ -110,22 +121,20 @@ func loadable(err error) bool {
 
 func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (any, error) {
 	if degraded {
-		c.stats.loads.Add(1)
-		v, _, err := runLoader(ctx, c, load, ttl)
-		if err != nil {
-			c.stats.loadErrors.Add(1)
-			return nil, err
-		}
-		return v, nil
+		return loadUnstored(ctx, c, load, ttl)
 	}
-	// A caller that missed just before the previous flight stored its value
-	// starts a new flight: look again before loading.
+	if c.leases() {
+		return leaseLoad(ctx, c, key, ttl, load)
+	}
+	// L1 only, or interop mode. A caller that missed just before the
+	// previous flight stored its value starts a new flight: look again
+	// before loading.
 	if v, _, err := getInner[T](ctx, c, key); err == nil {
 		return v, nil
 	} else if !loadable(err) {
 		return nil, err
 	}
-	if c.lockTTL > 0 && c.l2 != nil {
+	if c.fleetWait && c.l2 != nil {
 		unlock, v, found := c.lockOrWait(ctx, key, func() (any, bool) {
 			v, _, err := getInner[T](ctx, c, key)
 			return v, err == nil
@@ -216,7 +225,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	err := c.rel.do(ctx, "lock", func(ctx context.Context) error {
 		attempts++
 		var err error
-		ok, err = c.l2.TryLock(ctx, lockKey, token, c.lockTTL)
+		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
 		if err == nil && !ok && attempts > 1 {
 			// The lock may be ours: taken by the attempt before, whose
 			// reply was lost.
@@ -243,7 +252,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 		}, nil, false
 	}
 	c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
-	deadline := c.now().Add(c.lockTTL)
+	deadline := c.now().Add(c.leaseTTL)
 	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
 		select {
 		case <-ctx.Done():

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
@@ -110,68 +108,6 @@ func TestGetOrLoadErrorsAreNotCached(t *testing.T) {
 	}
 	if _, err := GetOrLoadTTL(bg, c, "k", 0, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrInvalidTTL) {
 		t.Fatalf("zero ttl: %v", err)
-	}
-}
-
-func TestGetOrLoadDistributedLockAcrossClients(t *testing.T) {
-	t.Parallel()
-	_, rdb := withRedis(t)
-	refused := &lockRefused{key: "shared:lock", seen: make(chan struct{})}
-	rdb.AddHook(refused)
-	opts := Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), LockTTL: 2 * time.Second}
-	a, b := newClient(t, opts), newClient(t, opts)
-	var calls atomic.Int32
-	loader := func(ctx context.Context) (string, error) {
-		calls.Add(1)
-		// Load until the other instance has found the lock taken (then it
-		// waits for this value instead of loading its own).
-		select {
-		case <-refused.seen:
-		case <-time.After(5 * time.Second):
-			t.Error("the other instance never tried the lock while this one loaded")
-		}
-		return "v", nil
-	}
-	var wg sync.WaitGroup
-	for _, c := range []*Client{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if v, err := GetOrLoadTTL(bg, c, "shared", time.Minute, loader); err != nil || v != "v" {
-				t.Errorf("got %q %v", v, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("two instances loaded %d times, want 1 (lock)", n)
-	}
-	if n, _ := rdb.Exists(bg, "shared:lock").Result(); n != 0 {
-		t.Fatal("lock was not released")
-	}
-}
-
-// lockRefused is a go-redis hook that closes seen once a SET NX of key is
-// refused (the lock is held by someone else).
-type lockRefused struct {
-	key  string
-	seen chan struct{}
-	once sync.Once
-}
-
-func (h *lockRefused) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lockRefused) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *lockRefused) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		args := cmd.Args()
-		if bc, ok := cmd.(*redis.BoolCmd); ok && err == nil && cmd.Name() == "set" && len(args) > 1 &&
-			args[1] == h.key && args[len(args)-1] == "nx" && !bc.Val() {
-			h.once.Do(func() { close(h.seen) })
-		}
-		return err
 	}
 }
 

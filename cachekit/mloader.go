@@ -25,7 +25,12 @@ import (
 // when its own ctx ends (ctx.Err()) or at LoadTimeout. A loader error is
 // returned and nothing it returned is cached; so is a Redis read error
 // other than an entry that fails to open (such an entry is loaded afresh).
-// Options.LockTTL's distributed lock is not taken for batch loads.
+// With Redis (outside interop mode) the misses get leases, planted in one
+// pipeline before the loader runs, and each loaded value is stored only
+// while its key's lease holds, as GetOrLoadTTL says; a key found stored
+// meanwhile is returned as it is, and a key under another Client's lease is
+// loaded with the batch and returned without being stored (batches do not
+// wait for other Clients' loads).
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
 	ctx, oc := c.beginBatch(ctx, opMGetOrLoad, len(keys))
 	out, r, err := mgetOrLoad(ctx, c, keys, loader)
@@ -106,6 +111,9 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 			err = errLoaderPanic(r)
 		}
 	}()
+	if c.leases() {
+		return leaseLoadBatch(ctx, c, keys, loader)
+	}
 	c.stats.loads.Add(1)
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, keys) }, c.defaultTTL)
 	if err != nil {

@@ -122,9 +122,29 @@ type Options struct {
 	// 10 minutes (the production preset's 600 s); presets set their own.
 	DefaultTTL time.Duration
 
-	// LockTTL enables GetOrLoad's distributed lock (SET {key}:lock NX PX)
-	// with this lease. Default: 0 (in-process single-flight only).
-	LockTTL time.Duration
+	// LeaseTTL is the lifetime of the lease a GetOrLoad, GetOrLoadTTL or
+	// MGetOrLoad miss plants in Redis before it loads (see GetOrLoadTTL):
+	// the loading Client renews it every LeaseTTL/3 while its loader runs,
+	// so it bounds how long a key stays blocked after its loader's process
+	// died, not how long a load may take. Default: 0, which New treats as
+	// 5 seconds.
+	LeaseTTL time.Duration
+
+	// FleetSingleFlight makes a GetOrLoad miss that finds another Client's
+	// lease on the key (another process loading it) wait for that load's
+	// result instead of running its own loader: a fleet missing one key
+	// runs one load. The waiter is woken by the key's invalidation
+	// (Invalidation on), or looks again with a backoff capped at 50 ms;
+	// it re-reads after every wake, and stops waiting when its ctx ends,
+	// when the lease is gone (the holder failed or died: at most LeaseTTL
+	// after its last renewal, and then it loads itself), or after half of
+	// LoadTimeout (then it loads and returns its own value without storing
+	// it). Without it such a miss loads and returns its value without
+	// storing it (the holder's store wins). In interop mode, where other
+	// SDKs read the keys and know no lease, it takes the family's
+	// {key}:lock (SET NX PX LeaseTTL) instead and polls for the holder's
+	// result. Default: false; Production and Secure set true.
+	FleetSingleFlight bool
 
 	// MaxValueBytes bounds a value's encoded (msgpack) size, in both
 	// directions: Set, MSet and a load's store refuse a larger value with an
@@ -228,12 +248,13 @@ func Minimal() Options {
 // TRACKING) on.
 func Production() Options {
 	return Options{
-		L1MaxBytes:   defaultL1Bytes,
-		DefaultTTL:   600 * time.Second,
-		Reliability:  &Reliability{FailOpen: true},
-		SWR:          &SWR{},
-		Invalidation: &Invalidation{},
-		Preset:       PresetProduction,
+		L1MaxBytes:        defaultL1Bytes,
+		DefaultTTL:        600 * time.Second,
+		Reliability:       &Reliability{FailOpen: true},
+		SWR:               &SWR{},
+		Invalidation:      &Invalidation{},
+		FleetSingleFlight: true,
+		Preset:            PresetProduction,
 	}
 }
 
@@ -279,6 +300,7 @@ func Secure(masterKeyHex string) (Options, error) {
 		Reliability:       &Reliability{},
 		SWR:               &SWR{},
 		Invalidation:      &Invalidation{},
+		FleetSingleFlight: true,
 		Preset:            PresetSecure,
 	}, nil
 }
@@ -291,8 +313,8 @@ func (o *Options) validate() error {
 		return configErr("L1TTLJitter must be within [0, 0.5]")
 	case o.DefaultTTL < 0:
 		return configErr("DefaultTTL is negative")
-	case o.LockTTL < 0:
-		return configErr("LockTTL is negative")
+	case o.LeaseTTL < 0:
+		return configErr("LeaseTTL is negative")
 	case o.LoadTimeout < 0:
 		return configErr("LoadTimeout is negative")
 	case o.MaxValueBytes < 0 || o.MaxValueBytes > protocol.MaxEnvelopeOriginalSize:

@@ -68,7 +68,7 @@ func TestNewDoesNotModifyOptions(t *testing.T) {
 
 // deepOptions copies o and what its pointers reach, for comparison.
 func deepOptions(o Options) []any {
-	out := []any{o.L1MaxBytes, o.DefaultTTL, o.LockTTL, o.LoadTimeout, o.KeyPrefix, o.Preset, o.RequireEncryption}
+	out := []any{o.L1MaxBytes, o.DefaultTTL, o.LeaseTTL, o.FleetSingleFlight, o.LoadTimeout, o.KeyPrefix, o.Preset, o.RequireEncryption}
 	if o.Reliability != nil {
 		out = append(out, *o.Reliability)
 	}

@@ -38,6 +38,14 @@ type Stats struct {
 
 	// Loads counts GetOrLoad loader runs; LoadErrors the failed ones.
 	Loads, LoadErrors uint64
+	// LeaseWaits counts GetOrLoad misses that found another Client
+	// loading the key (its lease in Redis) and waited for its result
+	// (Options.FleetSingleFlight) instead of loading.
+	LeaseWaits uint64
+	// LeasesLost counts loads whose value was not stored because the key
+	// was written (Set, Delete, another writer, expiry) while they ran:
+	// the write stays, and the loaded value went only to its callers.
+	LeasesLost uint64
 }
 
 type counters struct {
@@ -45,6 +53,7 @@ type counters struct {
 	l1Misses, l1Rejected, l1OpenFail       atomic.Uint64
 	l2Hits, l2Misses, l2Errors, l2OpenFail atomic.Uint64
 	loads, loadErrors                      atomic.Uint64
+	leaseWaits, leaseLost                  atomic.Uint64
 	degraded                               atomic.Uint64
 }
 
@@ -68,6 +77,8 @@ func (c *Client) Stats() Stats {
 		L2OpenFailures: c.stats.l2OpenFail.Load(),
 		Loads:          c.stats.loads.Load(),
 		LoadErrors:     c.stats.loadErrors.Load(),
+		LeaseWaits:     c.stats.leaseWaits.Load(),
+		LeasesLost:     c.stats.leaseLost.Load(),
 	}
 	if c.l1 != nil {
 		st.L1Bytes = c.l1.Stats().CostBytes

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/l1"
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // SWR configures stale-while-revalidate in GetOrLoad: an entry close to
@@ -224,6 +225,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: derr}
 		}
 	}
+	served := s.stored // the refresh replaces exactly these bytes, or nothing
 	putScratch(s)
 	if err != nil {
 		return zero, r, err
@@ -237,7 +239,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 	}
 	if c.swr.claim(key, now, ttl) {
 		c.event(ctx, "cachekit.swr_refresh")
-		c.startRefresh(ctx, key, ttl, ver, func(rctx context.Context) (any, error) { return load(rctx) })
+		c.startRefresh(ctx, key, ttl, ver, served, func(rctx context.Context) (any, error) { return load(rctx) })
 	}
 	return v, r, nil
 }
@@ -245,7 +247,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 // startRefresh reloads key in the background. It keeps ctx's values but
 // not its cancellation; it ends after LoadTimeout, and Close cancels it
 // (and waits for it).
-func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, load func(context.Context) (any, error)) {
+func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
 	stop := context.AfterFunc(c.bg, cancel)
 	c.swr.wg.Add(1)
@@ -253,7 +255,7 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 		defer c.swr.wg.Done()
 		defer stop()
 		defer cancel()
-		err := c.refresh(rctx, key, ttl, ver, load)
+		err := c.refresh(rctx, key, ttl, ver, served, load)
 		c.swr.done(key, c.now(), err != nil)
 		c.met.swrRefresh(rctx, err == nil)
 		if err != nil && c.bg.Err() == nil {
@@ -262,10 +264,13 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 	}()
 }
 
-// refresh runs the loader and stores its value: L2 first (only if no Set,
-// Delete or invalidation of the key happened since the stale entry was
-// read), then L1 through admit, as Set does.
-func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, load func(context.Context) (any, error)) (err error) {
+// refresh runs the loader and stores its value: L2 first, only if Redis
+// still holds the very entry that was served (served, compared by digest
+// in the script that writes: a Set, Delete, lease or any other write of the
+// key since the read makes the refresh a no-op, whoever made it), then L1
+// through admit, as Set does (and not at all if this process saw a write,
+// delete or invalidation of the key since the read).
+func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errLoaderPanic(r)
@@ -289,9 +294,23 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 	if c.l1 != nil && t.ver != ver {
 		return nil // a newer write won; drop ours
 	}
-	if err := c.writeL2(ctx, key, stored, ttl); err != nil {
+	var swapped bool
+	err = c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
+		channel, msg := "", []byte(nil)
+		if c.inv != nil {
+			channel, msg = c.inv.channel, c.publishMsg(key)
+		}
+		var err error
+		swapped, err = c.l2.SetIfDigest(ctx, c.fullKey(key), l2.Digest(served), stored, ttl, channel, msg)
+		return err
+	})
+	if err != nil {
 		c.dropL1(key) // Redis state unknown
 		return err
+	}
+	if !swapped {
+		c.stats.leaseLost.Add(1) // a write came first: it stays
+		return nil
 	}
 	c.swr.record(key, c.now(), ttl, ttl)
 	if c.l1 != nil {

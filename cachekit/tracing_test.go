@@ -100,7 +100,7 @@ func TestSpansNameTheTier(t *testing.T) {
 func TestSpansNeverHoldKeysOrValues(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
-	c, rec := tracedClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), LockTTL: time.Second})
+	c, rec := tracedClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true})
 	const key, value = "user:MARKER-KEY-7f3a", "MARKER-VALUE-c41d"
 	_ = c.Set(bg, key, value)
 	_, _ = Get[string](bg, c, key)

@@ -87,7 +87,9 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 			}
 		}
 	}
-	return typeChecked(out, s.checkTypes(ctx, keys, maybe))
+	out, err := typeChecked(out, s.checkTypes(ctx, keys, maybe))
+	dropLeases(out)
+	return out, err
 }
 
 // typeChecked is what MGet returns after checkTypes: the values alone,
@@ -198,6 +200,11 @@ func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []tim
 	if out == nil {
 		return nil, nil, err
 	}
+	for i, v := range out {
+		if IsLease(v) {
+			out[i], ttls[i] = nil, 0
+		}
+	}
 	return out, ttls, err
 }
 
@@ -257,7 +264,7 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 			if n >= 0 {
 				ttl, found = fromPTTL(time.Duration(n) * time.Millisecond)
 			}
-			if !found {
+			if !found || IsLease([]byte(str)) {
 				continue
 			}
 			out[at] = chunked.Bytes(str)

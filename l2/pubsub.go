@@ -77,19 +77,20 @@ func (s *Store) DeletePublish(ctx context.Context, key, channel string, msg []by
 		return false, err
 	}
 	if s.cluster != nil {
-		n, err := s.rdb.Del(ctx, key).Result()
+		n, err := delScript.Run(ctx, s.rdb, []string{key}).Int64()
 		if err != nil {
 			return false, fail("del", err)
 		}
 		return n > 0, fail("publish", s.rdb.Publish(ctx, channel, msg).Err())
 	}
-	var del, pub *redis.IntCmd
+	var del *redis.Cmd
+	var pub *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.Del(ctx, key)
+		del = delScript.Eval(ctx, p, []string{key})
 		pub = p.Publish(ctx, channel, msg)
 		return nil
 	})
-	n, err := del.Result()
+	n, err := del.Int64()
 	if err != nil {
 		return false, fail("del", err)
 	}

@@ -115,6 +115,7 @@ func (s *Store) ReadRaw(ctx context.Context, keys []string) (vals [][]byte, ttls
 			other[i] = true
 		case gerr != nil:
 			return nil, nil, nil, fail("get", gerr)
+		case IsLease(b): // a load in progress: no entry
 		default:
 			vals[i] = b
 		}

@@ -188,6 +188,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, fail("get", err)
 	}
+	if IsLease(b) {
+		return nil, ErrNotFound
+	}
 	return b, nil
 }
 
@@ -212,7 +215,7 @@ func (s *Store) GetWithTTL(ctx context.Context, key string) ([]byte, time.Durati
 		return nil, 0, fail("getttl", err)
 	}
 	ttl, found := fromPTTL(pttl.Val())
-	if !found {
+	if !found || IsLease(b) {
 		return nil, 0, ErrNotFound
 	}
 	return b, ttl, nil
@@ -233,8 +236,10 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 	return fail("set", cmd.Err())
 }
 
-// Delete removes keys and returns how many existed. On a cluster client the
-// keys are grouped by hash slot, one DEL per slot, in one pipeline.
+// Delete removes keys and returns how many held an entry (a key under a
+// lease is removed, which voids the lease, but not counted). It is one
+// script on a standalone client; on a cluster client the keys are grouped
+// by hash slot, one script per slot, in one pipeline.
 func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
@@ -243,18 +248,26 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 		return 0, nil
 	}
 	if s.cluster == nil {
-		n, err := s.rdb.Del(ctx, keys...).Result()
+		n, err := delScript.Run(ctx, s.rdb, keys).Int64()
 		return n, fail("del", err)
 	}
 	groups := groupBySlot(keys)
-	cmds := make([]*redis.IntCmd, len(groups))
+	cmds := make([]*redis.Cmd, len(groups))
 	_, _ = s.cluster.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, g := range groups {
-			cmds[i] = p.Del(ctx, g.pick(keys)...)
+			cmds[i] = delScript.Eval(ctx, p, g.pick(keys))
 		}
 		return nil
 	})
-	return sumDeleted(cmds)
+	var total int64
+	for _, c := range cmds {
+		n, err := c.Int64()
+		if err != nil {
+			return total, fail("del", err)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // sumDeleted adds up the keys a pipeline of DEL or UNLINK commands
@@ -272,25 +285,26 @@ func sumDeleted(cmds []*redis.IntCmd) (int64, error) {
 	return total, nil
 }
 
-// Exists reports whether key exists.
+// Exists reports whether key exists and is not under a lease.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	if err := s.check("exists"); err != nil {
 		return false, err
 	}
-	n, err := s.rdb.Exists(ctx, key).Result()
+	ok, err := s.existsKey(ctx, key)
 	if err != nil {
 		return false, fail("exists", err)
 	}
-	return n > 0, nil
+	return ok, nil
 }
 
 // TTL returns the remaining time to live of key: 0 when it has no expiry,
-// at least 1ms otherwise. A missing key yields ErrNotFound.
+// at least 1ms otherwise. A missing key, or one under a lease, yields
+// ErrNotFound.
 func (s *Store) TTL(ctx context.Context, key string) (time.Duration, error) {
 	if err := s.check("ttl"); err != nil {
 		return 0, err
 	}
-	d, err := s.rdb.PTTL(ctx, key).Result()
+	d, err := s.pttlKey(ctx, key)
 	if err != nil {
 		return 0, fail("ttl", err)
 	}

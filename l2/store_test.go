@@ -205,6 +205,11 @@ func TestDeleteExistsTTL(t *testing.T) {
 		t.Fatalf("TTL(no expiry) = %v, %v; want 0", d, err)
 	}
 
+	// Delete is a script: the first call on a server loads it (EVALSHA,
+	// NOSCRIPT, EVAL); every later call is one EVALSHA.
+	if n, err := f.store.Delete(bg, "never-set"); n != 0 || err != nil {
+		t.Fatalf("Delete(never-set) = %d, %v", n, err)
+	}
 	f.hook.reset()
 	if n, err := f.store.Delete(bg); n != 0 || err != nil {
 		t.Fatalf("Delete() = %d, %v", n, err)

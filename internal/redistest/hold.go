@@ -23,6 +23,7 @@ import (
 type Hold struct {
 	name, key string
 	before    bool // hold before the command is sent instead of after
+	namer     func(redis.Cmder) (name, key string)
 	once      sync.Once
 	armed     chan struct{} // holds one token until a command takes it
 	held      chan struct{}
@@ -30,7 +31,8 @@ type Hold struct {
 }
 
 // NewHold returns a Hold for the first command named name (lower case, as
-// go-redis names commands) whose first argument is key.
+// go-redis names commands, or as the function given to Named names them)
+// whose first argument is key.
 func NewHold(name, key string) *Hold {
 	h := &Hold{name: name, key: key, armed: make(chan struct{}, 1), held: make(chan struct{}), release: make(chan struct{})}
 	h.armed <- struct{}{}
@@ -54,8 +56,10 @@ func (h *Hold) Release() { h.once.Do(func() { close(h.release) }) }
 
 func (h *Hold) matches(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
-		args := c.Args()
-		if c.Name() == h.name && len(args) > 1 && fmt.Sprint(args[1]) == h.key {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			continue // go-redis sends the script again with EVAL
+		}
+		if name, key := h.names(c); name == h.name && key == h.key {
 			return true
 		}
 	}
@@ -74,6 +78,25 @@ func (h *Hold) hold(cmds []redis.Cmder) {
 	}
 	close(h.held)
 	<-h.release
+}
+
+// Named makes h name commands with names (l2.CommandName: scripts by what
+// they do, with their first key) instead of go-redis's name and first
+// argument. It returns h.
+func (h *Hold) Named(names func(redis.Cmder) (name, key string)) *Hold {
+	h.namer = names
+	return h
+}
+
+// names is the name and key h matches cmd by.
+func (h *Hold) names(cmd redis.Cmder) (string, string) {
+	if h.namer != nil {
+		return h.namer(cmd)
+	}
+	if args := cmd.Args(); len(args) > 1 {
+		return cmd.Name(), fmt.Sprint(args[1])
+	}
+	return cmd.Name(), ""
 }
 
 // DialHook implements redis.Hook.

@@ -1,0 +1,443 @@
+package cachekit
+
+// Leases: a GetOrLoad miss plants a placeholder in the key (l2.Acquire)
+// before it loads, keeps it alive while the loader runs, and stores the
+// loaded value only while the placeholder is still there (l2.Fill). Any
+// write of the key in between, by anyone, replaces the placeholder and the
+// store is dropped: a value loaded before a Set or Delete never overwrites
+// it, in Redis or in any process's L1. A Client that finds another's lease
+// waits for that load's result (Options.FleetSingleFlight), woken by the
+// key's invalidation, so a fleet missing one key runs one load.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/l2"
+)
+
+// defaultLeaseTTL is used when Options.LeaseTTL is zero.
+const defaultLeaseTTL = 5 * time.Second
+
+// leasePollMax caps the wait between two looks at a key under another's
+// lease when no invalidation can wake the waiter.
+const leasePollMax = 50 * time.Millisecond
+
+// leaseRecheck caps the wait between two looks when invalidation is on: a
+// safety net for a message that never comes (a lease that expires is
+// reported when Redis expires it, which its active expiry does within
+// about 100 ms).
+const leaseRecheck = 250 * time.Millisecond
+
+// leaseWaiters wakes the GetOrLoad calls waiting on other Clients' leases
+// when their key is invalidated.
+type leaseWaiters struct {
+	n  atomic.Int32 // waiters registered; onInvalidation skips the lock at 0
+	mu sync.Mutex
+	m  map[string]map[chan struct{}]struct{}
+}
+
+// add registers a waiter for key; remove must follow.
+func (w *leaseWaiters) add(key string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = make(map[string]map[chan struct{}]struct{})
+	}
+	set := w.m[key]
+	if set == nil {
+		set = make(map[chan struct{}]struct{})
+		w.m[key] = set
+	}
+	set[ch] = struct{}{}
+	w.mu.Unlock()
+	w.n.Add(1)
+	return ch
+}
+
+func (w *leaseWaiters) remove(key string, ch chan struct{}) {
+	w.mu.Lock()
+	if set := w.m[key]; set != nil {
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(w.m, key)
+		}
+	}
+	w.mu.Unlock()
+	w.n.Add(-1)
+}
+
+// wake wakes key's waiters; all of them when all is true.
+func (w *leaseWaiters) wake(key string, all bool) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !all {
+		notify(w.m[key])
+		return
+	}
+	for _, set := range w.m {
+		notify(set)
+	}
+}
+
+// notify wakes each waiter of set that is not already woken.
+func notify(set map[chan struct{}]struct{}) {
+	for ch := range set {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// leases reports whether GetOrLoad plants leases: with Redis, outside
+// interop mode (interop keys are read by other SDKs, which know no
+// placeholder; they take the family's {key}:lock instead).
+func (c *Client) leases() bool { return c.l2 != nil && !c.interop }
+
+// leaseLoad is a GetOrLoad miss with leases: it plants one, or finds the
+// entry another Client stored meanwhile (and returns it), or waits for the
+// Client whose lease is there. Holding the lease it runs the loader and
+// stores the result while the lease holds.
+func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
+	full := c.fullKey(key)
+	lease := l2.NewLease()
+	replace := ""                            // digest of an entry that failed to open
+	giveUp := c.now().Add(c.loadTimeout / 2) // then load without waiting any longer
+	for wait := 5 * time.Millisecond; ; wait = min(wait*2, leasePollMax) {
+		var wake chan struct{}
+		if c.fleetWait {
+			wake = c.leaseWaits.add(key) // before the look: no wake is missed
+		}
+		t := c.ticket(key)
+		var state l2.LeaseState
+		var entry []byte
+		var left time.Duration
+		err := c.rel.do(ctx, "lease", func(ctx context.Context) error {
+			var err error
+			state, entry, left, err = c.l2.Acquire(ctx, full, lease, c.leaseTTL, replace)
+			return err
+		})
+		if wake != nil && (err != nil || state != l2.LeaseHeld) {
+			c.leaseWaits.remove(key, wake)
+		}
+		if err != nil {
+			if rerr := c.readFailed(ctx, key, err); isMiss(rerr) {
+				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
+			} else {
+				return nil, rerr
+			}
+		}
+		switch state {
+		case l2.LeaseFoundEntry:
+			var v T
+			s := getScratch()
+			payload, err := c.fromL2(ctx, s, key, entry, left, t)
+			if err == nil {
+				err = c.decode(payload, &v)
+			}
+			putScratch(s)
+			if err == nil {
+				return v, nil
+			}
+			if !loadable(err) || replace != "" {
+				return nil, err
+			}
+			replace = l2.Digest(entry) // replace what cannot be opened
+			continue
+		case l2.LeaseHeld:
+			if !c.fleetWait || !c.now().Before(giveUp) {
+				if wake != nil {
+					c.leaseWaits.remove(key, wake)
+				}
+				return loadUnstored(ctx, c, load, ttl)
+			}
+			c.stats.leaseWaits.Add(1)
+			err := c.awaitLease(ctx, wake, wait, left)
+			c.leaseWaits.remove(key, wake)
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		break
+	}
+	return holdAndLoad(ctx, c, key, full, lease, ttl, load)
+}
+
+// awaitLease waits for an invalidation of the key (wake), or for the next
+// look: after wait (backoff) without invalidation, after at most
+// leaseRecheck with it, never past the lease's remaining time left.
+func (c *Client) awaitLease(ctx context.Context, wake chan struct{}, wait, left time.Duration) error {
+	d := wait
+	if c.inv != nil && c.inv.tracking.Load() {
+		d = leaseRecheck
+	}
+	if left > 0 {
+		d = min(d, left+time.Millisecond)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wake:
+	case <-timer.C:
+	}
+	return nil
+}
+
+// holdAndLoad runs the loader while holding lease on full (renewing it
+// every LeaseTTL/3), then stores the value while the lease holds: L2 by
+// l2.Fill, then L1 as a Set does. A loader error gives the key back at once.
+func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
+	stop := c.keepLease(ctx, full, lease)
+	c.stats.loads.Add(1)
+	v, ttl, err := runLoader(ctx, c, load, ttl)
+	stop()
+	if err == nil {
+		ttl, err = normalizeTTL(ttl)
+	}
+	var stored []byte
+	if err == nil {
+		stored, err = c.sealValue(ctx, key, v)
+	}
+	if err != nil {
+		c.releaseLease(ctx, full, lease)
+		if _, isLoader := err.(*loaderError); isLoader {
+			c.stats.loadErrors.Add(1)
+			return nil, err
+		}
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		c.warn("GetOrLoad could not store the loaded value", key, err)
+		return v, nil // the caller gets its value; nothing is stored
+	}
+	if c.testHookFill != nil {
+		c.testHookFill(key)
+	}
+	t := c.ticket(key)
+	var filled bool
+	err = c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
+		channel, msg := "", []byte(nil)
+		if c.inv != nil {
+			channel, msg = c.inv.channel, c.publishMsg(key)
+		}
+		var err error
+		filled, err = c.l2.Fill(ctx, full, lease, stored, ttl, channel, msg)
+		return err
+	})
+	switch {
+	case err != nil:
+		c.dropL1(key) // Redis state unknown
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		c.stats.l2Errors.Add(1)
+		c.warn("GetOrLoad could not store the loaded value", key, err)
+	case !filled:
+		c.stats.leaseLost.Add(1) // a write came first: it stays
+	default:
+		if c.l1 != nil {
+			c.admit(key, t, stored, ttl, true)
+		}
+		if c.swr != nil {
+			c.swr.record(key, c.now(), ttl, ttl)
+		}
+	}
+	return v, nil
+}
+
+// loadUnstored runs the loader and returns its value without storing it:
+// under FailOpen with Redis failing, or while another Client holds the
+// key's lease and this one does not wait for it.
+func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
+	c.stats.loads.Add(1)
+	v, _, err := runLoader(ctx, c, load, ttl)
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		return nil, err
+	}
+	return v, nil
+}
+
+// keepLease renews lease every LeaseTTL/3 until stop is called (which
+// waits for the renewer to end), so a load longer than the lease stays the
+// only one. A renewal that finds the lease gone stops renewing.
+func (c *Client) keepLease(ctx context.Context, full, lease string) (stop func()) {
+	return c.keepLeases(ctx, []string{full}, []string{lease})
+}
+
+// keepLeases is keepLease for several keys, renewed one after the other.
+func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop func()) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(c.leaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-c.bg.Done():
+				return
+			case <-tick.C:
+			}
+			for i, full := range fulls {
+				actx, acancel := context.WithTimeout(rctx, c.attemptTimeout())
+				_, _ = c.l2.Renew(actx, full, leases[i], c.leaseTTL)
+				acancel()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// releaseLease gives the key back (deletes the lease if still there),
+// within one attempt's bound whatever ctx says; the lease expires anyway.
+func (c *Client) releaseLease(ctx context.Context, full, lease string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout())
+	defer cancel()
+	_, _ = c.l2.Release(rctx, full, lease)
+}
+
+// isMiss reports whether err is a FailOpen miss.
+func isMiss(err error) bool {
+	var me *MissError
+	return errors.As(err, &me)
+}
+
+// leaseLoadBatch is loadBatch with leases: one pipeline plants a lease on
+// each key (or finds its entry, or another's lease), the loader runs once
+// for every key without an entry, and one pipeline stores each value whose
+// lease still holds.
+func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (map[string]any, error) {
+	fulls := make([]string, len(keys))
+	leases := make([]string, len(keys))
+	tickets := make([]ticket, len(keys))
+	for i, k := range keys {
+		fulls[i], leases[i], tickets[i] = c.fullKey(k), l2.NewLease(), c.ticket(k)
+	}
+	var states []l2.LeaseState
+	var entries [][]byte
+	var lefts []time.Duration
+	var errs []error
+	if err := c.rel.do(ctx, "lease", func(ctx context.Context) error {
+		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
+		return errors.Join(errs...)
+	}); err != nil && errs == nil { // refused before any attempt
+		states, entries, lefts = make([]l2.LeaseState, len(keys)), make([][]byte, len(keys)), make([]time.Duration, len(keys))
+		errs = make([]error, len(keys))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	res := make(map[string]any, len(keys))
+	var load []string
+	var mine []int // indexes of keys whose lease this call holds
+	for i, k := range keys {
+		if errs[i] == nil && states[i] == l2.LeaseFoundEntry {
+			var v T
+			s := getScratch()
+			payload, err := c.fromL2(ctx, s, k, entries[i], lefts[i], tickets[i])
+			if err == nil {
+				err = c.decode(payload, &v)
+			}
+			putScratch(s)
+			if err == nil {
+				res[k] = v
+				continue
+			}
+		}
+		load = append(load, k)
+		if errs[i] == nil && states[i] == l2.LeaseAcquired {
+			mine = append(mine, i)
+		}
+	}
+	if len(load) == 0 {
+		return res, nil
+	}
+	var heldFulls, heldLeases []string
+	for _, i := range mine {
+		heldFulls, heldLeases = append(heldFulls, fulls[i]), append(heldLeases, leases[i])
+	}
+	stop := c.keepLeases(ctx, heldFulls, heldLeases)
+	c.stats.loads.Add(1)
+	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
+	stop()
+	release := func(idx []int) {
+		for _, i := range idx {
+			c.releaseLease(ctx, fulls[i], leases[i])
+		}
+	}
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		release(mine)
+		return nil, err
+	}
+	for _, k := range load {
+		if v, ok := vals[k]; ok {
+			res[k] = v
+		}
+	}
+	var items []l2.Item
+	var itemLeases []string
+	var msgs [][]byte
+	var at, unused []int
+	var fillTickets []ticket
+	for _, i := range mine {
+		v, ok := vals[keys[i]]
+		if !ok {
+			unused = append(unused, i) // nothing to cache: give the key back
+			continue
+		}
+		stored, err := c.sealValue(ctx, keys[i], v)
+		if err != nil {
+			unused = append(unused, i)
+			c.warn("MGetOrLoad could not store a loaded value", keys[i], err)
+			continue
+		}
+		items = append(items, l2.Item{Key: fulls[i], Value: stored, TTL: ttl})
+		itemLeases = append(itemLeases, leases[i])
+		if c.inv != nil {
+			msgs = append(msgs, c.publishMsg(keys[i]))
+		}
+		at = append(at, i)
+		fillTickets = append(fillTickets, c.ticket(keys[i]))
+	}
+	release(unused)
+	if len(items) == 0 {
+		return res, nil
+	}
+	channel := ""
+	if c.inv != nil {
+		channel = c.inv.channel
+	}
+	done, ferrs := c.l2.FillMany(ctx, items, itemLeases, channel, msgs)
+	for j, i := range at {
+		switch {
+		case ferrs[j] != nil:
+			c.dropL1(keys[i])
+			if errors.Is(ferrs[j], ErrClosed) {
+				return nil, ferrs[j]
+			}
+			c.stats.l2Errors.Add(1)
+			c.warn("MGetOrLoad could not store the loaded values", keys[i], ferrs[j])
+		case !done[j]:
+			c.stats.leaseLost.Add(1)
+		default:
+			if c.l1 != nil {
+				c.admit(keys[i], fillTickets[j], items[j].Value, ttl, true)
+			}
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,361 @@
+package cachekit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/l2"
+)
+
+// heldLoader returns a loader that reports on started when it runs and
+// returns v once release is closed.
+func heldLoader(v string, started chan<- struct{}, release <-chan struct{}) func(context.Context) (string, error) {
+	var once sync.Once
+	return func(ctx context.Context) (string, error) {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+			return v, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// leaseModes are the configurations the lease races run in: with L1 and
+// without invalidation (Minimal with Redis), with invalidation
+// (Production's coherence), and without L1.
+func leaseModes() map[string]Options {
+	return map[string]Options{
+		"l1":           {L1MaxBytes: 1 << 20, Encryption: encConfig("")},
+		"invalidation": {L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, FleetSingleFlight: true},
+		"noL1":         {Encryption: encConfig("")},
+	}
+}
+
+// A load races every kind of writer: the loader is held while the writer
+// writes, and the load's older value must not reach Redis or any L1.
+// "foreign" writers are raw go-redis commands, as another tool would send.
+func TestLeaseLoadNeverOverwritesAWrite(t *testing.T) {
+	t.Parallel()
+	writers := map[string]struct {
+		write func(a, b *Client, raw *redis.Client) error
+		want  string // "" = absent
+	}{
+		"same client Set":     {func(a, _ *Client, _ *redis.Client) error { return a.Set(bg, "k", "new") }, "new"},
+		"same client Delete":  {func(a, _ *Client, _ *redis.Client) error { return a.Delete(bg, "k") }, ""},
+		"other client Set":    {func(_, b *Client, _ *redis.Client) error { return b.Set(bg, "k", "new") }, "new"},
+		"other client Delete": {func(_, b *Client, _ *redis.Client) error { return b.Delete(bg, "k") }, ""},
+		"foreign DEL":         {func(_, _ *Client, raw *redis.Client) error { return raw.Del(bg, "k").Err() }, ""},
+		"other client SetIfAbsent": {func(_, b *Client, _ *redis.Client) error {
+			ok, err := b.SetIfAbsent(bg, "k", "new", time.Minute)
+			if err == nil && !ok {
+				err = errors.New("SetIfAbsent refused a key under a lease")
+			}
+			return err
+		}, "new"},
+	}
+	for mode, opts := range leaseModes() {
+		for name, w := range writers {
+			t.Run(mode+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				_, raw := withRedis(t)
+				o := opts
+				o.Redis = raw
+				a, b := newClient(t, o), newClient(t, o)
+				started, release := make(chan struct{}), make(chan struct{})
+				r := async(func() error {
+					v, err := GetOrLoadTTL(bg, a, "k", time.Minute, heldLoader("old", started, release))
+					if err == nil && v != "old" {
+						err = fmt.Errorf("the loading caller got %q, want its own value", v)
+					}
+					return err
+				})
+				<-started
+				if err := w.write(a, b, raw); err != nil {
+					t.Fatal(err)
+				}
+				close(release)
+				if err := <-r; err != nil {
+					t.Fatal(err)
+				}
+				if n := a.Stats().LeasesLost; n != 1 {
+					t.Fatalf("LeasesLost = %d, want 1", n)
+				}
+				mustAgree(t, a, raw, "k", w.want)
+				mustAgree(t, b, raw, "k", w.want)
+			})
+		}
+	}
+}
+
+// A foreign SET of bytes this SDK cannot read stays as it is.
+func TestLeaseLoadKeepsForeignSet(t *testing.T) {
+	t.Parallel()
+	_, raw := withRedis(t)
+	a := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	started, release := make(chan struct{}), make(chan struct{})
+	r := async(func() error {
+		_, err := GetOrLoadTTL(bg, a, "k", time.Minute, heldLoader("old", started, release))
+		return err
+	})
+	<-started
+	if err := raw.Set(bg, "k", "written by another tool", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-r; err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := raw.Get(bg, "k").Result(); got != "written by another tool" {
+		t.Fatalf("redis holds %q after the load", got)
+	}
+}
+
+// While a load holds its lease every read of the key sees no entry, and
+// the lease's bytes never reach a caller.
+func TestLeaseReadsAsAbsent(t *testing.T) {
+	t.Parallel()
+	_, raw := withRedis(t)
+	o := Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")}
+	a, b := newClient(t, o), newClient(t, o)
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	go func() { _, _ = GetOrLoadTTL(bg, a, "k", time.Minute, heldLoader("v", started, release)) }()
+	<-started
+	if v, _ := raw.Get(bg, "k").Bytes(); !l2.IsLease(v) {
+		t.Fatalf("redis holds %q during the load, want a lease", v)
+	}
+	if _, err := Get[string](bg, b, "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get = %v", err)
+	}
+	if _, _, err := GetWithTTL[string](bg, b, "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetWithTTL = %v", err)
+	}
+	if m, err := MGet[string](bg, b, []string{"k"}); err != nil || len(m) != 0 {
+		t.Fatalf("MGet = %v, %v", m, err)
+	}
+	if ok, err := b.Exists(bg, "k"); ok || err != nil {
+		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+	if _, err := b.TTL(bg, "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("TTL = %v", err)
+	}
+	if err := b.Touch(bg, "k", time.Hour); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Touch = %v", err)
+	}
+	if ok, err := b.SetIfPresent(bg, "k", "x", time.Minute); ok || err != nil {
+		t.Fatalf("SetIfPresent = %v, %v", ok, err)
+	}
+	if v, _ := raw.Get(bg, "k").Bytes(); !l2.IsLease(v) {
+		t.Fatal("a read or refused write replaced the lease")
+	}
+	if err := b.Delete(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := raw.Exists(bg, "k").Result(); n != 0 {
+		t.Fatal("Delete left the lease")
+	}
+}
+
+// A refresh never undoes a write made while its loader ran: with L1 off
+// (the same Client's Set and Delete), and with another Client's Set and no
+// invalidation.
+func TestSWRRefreshNeverOverwritesAWrite(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		noL1  bool
+		write func(a, b *Client) error
+		want  string
+	}{
+		"noL1/same client Set":    {true, func(a, _ *Client) error { return a.Set(bg, "k", "new") }, "new"},
+		"noL1/same client Delete": {true, func(a, _ *Client) error { return a.Delete(bg, "k") }, ""},
+		"l1/other client Set":     {false, func(_, b *Client) error { return b.Set(bg, "k", "new") }, "new"},
+		"l1/other client Delete":  {false, func(_, b *Client) error { return b.Delete(bg, "k") }, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var raw *redis.Client
+			a, clk := swrClient(t, func(o *Options) {
+				if tc.noL1 {
+					o.L1MaxBytes = 0
+				}
+				raw = o.Redis.(*redis.Client)
+			})
+			b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+			if _, err := GetOrLoadTTL(bg, a, "k", swrTTL, func(context.Context) (string, error) { return "v1", nil }); err != nil {
+				t.Fatal(err)
+			}
+			clk.add(swrDue)
+			started, release := make(chan struct{}), make(chan struct{})
+			// Without L1 the entry's age comes from Redis's own clock: read
+			// until a read finds it due and starts the (held) refresh.
+			waitWithin(t, 5*time.Second, func() bool {
+				if v, err := GetOrLoadTTL(bg, a, "k", swrTTL, heldLoader("refreshed", started, release)); err != nil || v != "v1" {
+					t.Fatalf("stale read: %q, %v", v, err)
+				}
+				select {
+				case <-started:
+					return true
+				default:
+					return false
+				}
+			})
+			if err := tc.write(a, b); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			waitWithin(t, 5*time.Second, a.swrIdle) // the refresh, claimed by the stale read, has ended
+			if n := a.Stats().LeasesLost; n != 1 {
+				t.Fatalf("LeasesLost = %d, want 1 (the refresh dropped)", n)
+			}
+			if tc.want == "" {
+				if n, _ := raw.Exists(bg, "k").Result(); n != 0 {
+					t.Fatal("the refresh brought a deleted key back")
+				}
+				return
+			}
+			b.FlushLocal()
+			if v, err := Get[string](bg, b, "k"); err != nil || v != tc.want {
+				t.Fatalf("redis holds %q, %v; want %q", v, err, tc.want)
+			}
+		})
+	}
+}
+
+// swrIdle reports whether no SWR refresh is running.
+func (c *Client) swrIdle() bool {
+	c.swr.mu.Lock()
+	defer c.swr.mu.Unlock()
+	return len(c.swr.refreshing) == 0
+}
+
+// Six Clients missing one cold key at once run one load, and every caller
+// returns within the load's time and 100 ms: woken by invalidation, or
+// polling (capped at 50 ms) without it.
+func TestFleetSingleFlight(t *testing.T) {
+	t.Parallel()
+	for _, inv := range []bool{true, false} {
+		t.Run(fmt.Sprint("invalidation=", inv), func(t *testing.T) {
+			t.Parallel()
+			srv, _ := withRedis(t)
+			o := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true}
+			if inv {
+				o.Invalidation = &Invalidation{}
+			}
+			const load = 300 * time.Millisecond
+			var calls atomic.Int32
+			loader := func(ctx context.Context) (string, error) {
+				calls.Add(1)
+				time.Sleep(load) // the work a load does
+				return "v", nil
+			}
+			clients := make([]*Client, 6)
+			for i := range clients {
+				clients[i] = newClient(t, o)
+			}
+			var wg sync.WaitGroup
+			took := make([]time.Duration, len(clients))
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start := time.Now()
+					v, err := GetOrLoad(bg, c, "cold", loader)
+					took[i] = time.Since(start)
+					if err != nil || v != "v" {
+						t.Errorf("client %d: %q, %v", i, v, err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("%d loads, want 1", n)
+			}
+			for i, d := range took {
+				if d > load+100*time.Millisecond {
+					t.Errorf("client %d returned after %v, want at most %v", i, d, load+100*time.Millisecond)
+				}
+			}
+			t.Logf("callers returned after %v", took)
+		})
+	}
+}
+
+// A load longer than the lease stays the only one: its Client renews the
+// lease while the loader runs.
+func TestFleetLongLoadRunsOnce(t *testing.T) {
+	t.Parallel()
+	srv, _ := withRedis(t)
+	o := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true,
+		Invalidation: &Invalidation{}, LeaseTTL: 300 * time.Millisecond}
+	var calls atomic.Int32
+	loader := func(ctx context.Context) (string, error) {
+		calls.Add(1)
+		time.Sleep(1500 * time.Millisecond) // five lease lifetimes
+		return "v", nil
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		c := newClient(t, o)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := GetOrLoad(bg, c, "slow", loader); err != nil || v != "v" {
+				t.Errorf("%q, %v", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d loads, want 1", n)
+	}
+}
+
+// A loader error gives the key back at once: a waiting Client loads
+// itself instead of waiting out the lease.
+func TestLeaseReleasedOnLoaderError(t *testing.T) {
+	t.Parallel()
+	srv, raw := withRedis(t)
+	o := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true, LeaseTTL: time.Minute}
+	a, b := newClient(t, o), newClient(t, o)
+	started, release := make(chan struct{}), make(chan struct{})
+	r := async(func() error {
+		_, err := GetOrLoad(bg, a, "k", func(ctx context.Context) (string, error) {
+			close(started)
+			<-release
+			return "", errors.New("database down")
+		})
+		return err
+	})
+	<-started
+	got := make(chan string, 1)
+	go func() {
+		v, _ := GetOrLoad(bg, b, "k", func(context.Context) (string, error) { return "from b", nil })
+		got <- v
+	}()
+	waitWithin(t, 5*time.Second, func() bool { return b.Stats().LeaseWaits >= 1 })
+	close(release)
+	if err := <-r; err == nil {
+		t.Fatal("the loader's error was lost")
+	}
+	select {
+	case v := <-got:
+		if v != "from b" {
+			t.Fatalf("b got %q", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b still waits for a lease the failed load released")
+	}
+	if n, _ := raw.Exists(bg, "k").Result(); n != 1 {
+		t.Fatal("b's value was not stored")
+	}
+}

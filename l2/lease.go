@@ -1,0 +1,387 @@
+package l2
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A lease is a placeholder a loader plants in the key itself before it
+// loads (as memcache's leases and rueidisaside's placeholders do): the
+// load's result is stored only while the placeholder is still there, checked
+// and written in one server-side script. Whoever writes the key in between
+// (a Set, a Delete, another SDK, redis-cli, expiry or eviction) replaces the
+// placeholder, and the store is dropped: a value computed before that write
+// never overwrites it.
+//
+// A placeholder is LeaseMagic followed by 32 hex digits of token: 44 bytes.
+// LeaseMagic starts with 0xc1, a byte MessagePack never uses, so no plain or
+// enveloped entry starts with it; an encrypted entry starts with its 12-byte
+// nonce, which would have to equal LeaseMagic byte for byte (an 8-byte
+// instance id and a counter no nonce source reaches). Every read of this
+// package treats a placeholder as a missing key.
+
+// LeaseMagic starts every lease placeholder.
+const LeaseMagic = "\xc1ck-lease/1 "
+
+// LeaseLen is the length of a lease placeholder in bytes.
+const LeaseLen = len(LeaseMagic) + 32
+
+// IsLease reports whether b is a lease placeholder.
+func IsLease(b []byte) bool {
+	return len(b) == LeaseLen && string(b[:len(LeaseMagic)]) == LeaseMagic
+}
+
+// NewLease returns a fresh placeholder with a random token.
+func NewLease() string {
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	return LeaseMagic + hex.EncodeToString(tok[:])
+}
+
+// Digest is the digest the compare-and-set of SetIfDigest compares: the
+// hex SHA-1 of the stored bytes, which Redis's Lua computes as
+// redis.sha1hex (an equality check of bytes the caller read, not a
+// security boundary: whoever can write Redis can write any value).
+func Digest(stored []byte) string {
+	sum := sha1.Sum(stored)
+	return hex.EncodeToString(sum[:])
+}
+
+// luaLease defines the Lua helpers every lease-aware script starts with:
+// isLease(v) for a value read with GET, leaseAt(k) for a key, reading at
+// most 12 bytes of it.
+var luaLease = `local magic = ` + luaQuote(LeaseMagic) + `
+local function isLease(v) return type(v) == 'string' and #v == ` + strconv.Itoa(LeaseLen) + ` and string.sub(v, 1, #magic) == magic end
+local function leaseAt(k)
+  if redis.call('TYPE', k).ok ~= 'string' or redis.call('STRLEN', k) ~= ` + strconv.Itoa(LeaseLen) + ` then return false end
+  return redis.call('GETRANGE', k, 0, #magic - 1) == magic
+end
+local function publish() if ARGV[#ARGV-1] ~= '' then redis.call('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
+`
+
+// luaQuote writes s as a Lua string literal with every byte escaped.
+func luaQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for i := 0; i < len(s); i++ {
+		b.WriteByte('\\')
+		b.WriteString(strconv.Itoa(int(s[i])))
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// acquireScript plants ARGV[1] for ARGV[2] ms when KEYS[1] is missing, or
+// holds an entry whose digest is ARGV[3] (an entry the caller could not
+// open and replaces). Replies: {1} planted (or ARGV[1] already there: a
+// retry whose first attempt planted it); {2, pttl} another lease is there;
+// {0, pttl, value} an entry is there.
+var acquireScript = redis.NewScript(luaLease + `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' and v.err then return v end
+if v == false or (ARGV[3] ~= '' and not isLease(v) and redis.sha1hex(v) == ARGV[3]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {1}
+end
+if isLease(v) then
+  if v == ARGV[1] then return {1} end
+  return {2, redis.call('PTTL', KEYS[1])}
+end
+return {0, redis.call('PTTL', KEYS[1]), v}`)
+
+// fillScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds the
+// lease ARGV[1], then publishes ARGV[5] on channel ARGV[4] (if not empty).
+var fillScript = redis.NewScript(luaLease + `
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+publish()
+return 1`)
+
+// renewScript extends the lease ARGV[1] to ARGV[2] ms while it holds.
+var renewScript = redis.NewScript(`
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])`)
+
+// casScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds bytes
+// whose digest is ARGV[1], then publishes as fillScript does.
+var casScript = redis.NewScript(luaLease + `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' or redis.sha1hex(v) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+publish()
+return 1`)
+
+// LeaseState is what Acquire found.
+type LeaseState int
+
+// What Acquire can find.
+const (
+	// LeaseAcquired: the caller's lease is planted; it loads.
+	LeaseAcquired LeaseState = iota + 1
+	// LeaseHeld: another caller's lease is there; it is loading.
+	LeaseHeld
+	// LeaseFoundEntry: an entry is there; nothing was planted.
+	LeaseFoundEntry
+)
+
+// Acquire plants lease (from NewLease) under key for ttl when the key is
+// missing (or already holds this very lease: a retried Acquire), or when it holds an entry whose Digest is replace (an entry the
+// caller could not open; "" replaces nothing). Otherwise it plants nothing
+// and reports what is there: another lease, with its remaining TTL, or an
+// entry, with its bytes and remaining TTL (0: no expiry). It is one
+// server-side script.
+func (s *Store) Acquire(ctx context.Context, key, lease string, ttl time.Duration, replace string) (state LeaseState, entry []byte, left time.Duration, err error) {
+	if err := s.check("lease"); err != nil {
+		return 0, nil, 0, err
+	}
+	if ttl <= 0 {
+		return 0, nil, 0, ErrInvalidTTL
+	}
+	reply, err := acquireScript.Run(ctx, s.rdb, []string{key}, lease, pxMillis(ttl), replace).Slice()
+	if err != nil {
+		return 0, nil, 0, fail("lease", err)
+	}
+	code, ok := intAt(reply, 0)
+	if !ok {
+		return 0, nil, 0, &BackendError{Op: "lease", Err: errUnexpectedReply}
+	}
+	switch code {
+	case 1:
+		return LeaseAcquired, nil, 0, nil
+	case 2:
+		ms, _ := intAt(reply, 1)
+		return LeaseHeld, nil, time.Duration(max(ms, 0)) * time.Millisecond, nil
+	}
+	ms, ok1 := intAt(reply, 1)
+	v, ok2 := "", len(reply) == 3
+	if ok2 {
+		v, ok2 = reply[2].(string)
+	}
+	if !ok1 || !ok2 {
+		return 0, nil, 0, &BackendError{Op: "lease", Err: errUnexpectedReply}
+	}
+	left, found := fromPTTL(time.Duration(ms) * time.Millisecond)
+	if ms < 0 {
+		left, found = fromPTTL(time.Duration(ms))
+	}
+	if !found { // expired between the two reads of the script: cannot happen, but a miss
+		return LeaseHeld, nil, 0, nil
+	}
+	return LeaseFoundEntry, []byte(v), left, nil
+}
+
+func intAt(reply []any, i int) (int64, bool) {
+	if i >= len(reply) {
+		return 0, false
+	}
+	n, ok := reply[i].(int64)
+	return n, ok
+}
+
+// Fill stores val under key for ttl only while key still holds lease, and
+// reports whether it did; with channel set, the same script publishes msg
+// on it after storing. A key written, deleted, expired or evicted since
+// the lease was planted keeps what it has.
+func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration, channel string, msg []byte) (bool, error) {
+	if err := s.check("set"); err != nil {
+		return false, err
+	}
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	n, err := fillScript.Run(ctx, s.rdb, []string{key}, lease, val, pxMillis(ttl), channel, msg).Int64()
+	if err != nil {
+		return false, fail("set", err)
+	}
+	return n == 1, nil
+}
+
+// FillMany is Fill for several keys, one script per item in one pipeline
+// (sent with EVAL, so it needs no script cache and works on a cluster for
+// keys in different slots). done[i] reports whether item i was stored;
+// errs[i] is its error.
+func (s *Store) FillMany(ctx context.Context, items []Item, leases []string, channel string, msgs [][]byte) (done []bool, errs []error) {
+	done = make([]bool, len(items))
+	errs = make([]error, len(items))
+	if err := s.check("mset"); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return done, errs
+	}
+	cmds := make([]*redis.Cmd, len(items))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, it := range items {
+			var msg []byte
+			if msgs != nil {
+				msg = msgs[i]
+			}
+			cmds[i] = fillScript.Eval(ctx, p, []string{it.Key}, leases[i], it.Value, pxMillis(it.TTL), channel, msg)
+		}
+		return nil
+	})
+	for i, c := range cmds {
+		n, err := c.Int64()
+		if err != nil {
+			errs[i] = fail("mset", err)
+			continue
+		}
+		done[i] = n == 1
+	}
+	return done, errs
+}
+
+// AcquireMany is Acquire for several keys (replacing nothing), one script
+// per key in one pipeline. For each key it returns the state and, for
+// LeaseFoundEntry, the entry and its remaining TTL; errs[i] is key i's
+// error.
+func (s *Store) AcquireMany(ctx context.Context, keys, leases []string, ttl time.Duration) (states []LeaseState, entries [][]byte, lefts []time.Duration, errs []error) {
+	states = make([]LeaseState, len(keys))
+	entries = make([][]byte, len(keys))
+	lefts = make([]time.Duration, len(keys))
+	errs = make([]error, len(keys))
+	if err := s.check("lease"); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return
+	}
+	cmds := make([]*redis.Cmd, len(keys))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = acquireScript.Eval(ctx, p, []string{k}, leases[i], pxMillis(ttl), "")
+		}
+		return nil
+	})
+	for i, c := range cmds {
+		reply, err := c.Slice()
+		if err != nil {
+			errs[i] = fail("lease", err)
+			continue
+		}
+		code, _ := intAt(reply, 0)
+		switch code {
+		case 1:
+			states[i] = LeaseAcquired
+		case 2:
+			states[i] = LeaseHeld
+		default:
+			ms, _ := intAt(reply, 1)
+			v, ok := "", len(reply) == 3
+			if ok {
+				v, ok = reply[2].(string)
+			}
+			if !ok {
+				errs[i] = &BackendError{Op: "lease", Err: errUnexpectedReply}
+				continue
+			}
+			states[i], entries[i] = LeaseFoundEntry, []byte(v)
+			if ms > 0 {
+				lefts[i] = time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+	return
+}
+
+// Renew extends lease to ttl from now while key still holds it, and
+// reports whether it did.
+func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration) (bool, error) {
+	if err := s.check("lease"); err != nil {
+		return false, err
+	}
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	n, err := renewScript.Run(ctx, s.rdb, []string{key}, lease, pxMillis(ttl)).Int64()
+	if err != nil {
+		return false, fail("lease", err)
+	}
+	return n == 1, nil
+}
+
+// Release deletes key while it still holds lease (a load that failed gives
+// the key back at once instead of at the lease's expiry), and reports
+// whether it did.
+func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
+	return s.Unlock(ctx, key, lease)
+}
+
+// SetIfDigest stores val under key for ttl only while key holds bytes
+// whose Digest is digest (a refresh of the entry the caller read, which
+// any write since then makes a no-op), and reports whether it did; channel
+// and msg are as for Fill.
+func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte, ttl time.Duration, channel string, msg []byte) (bool, error) {
+	if err := s.check("set"); err != nil {
+		return false, err
+	}
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	n, err := casScript.Run(ctx, s.rdb, []string{key}, digest, val, pxMillis(ttl), channel, msg).Int64()
+	if err != nil {
+		return false, fail("set", err)
+	}
+	return n == 1, nil
+}
+
+// dropLeases turns every lease placeholder in vals into nil (missing).
+func dropLeases(vals [][]byte) {
+	for i, v := range vals {
+		if IsLease(v) {
+			vals[i] = nil
+		}
+	}
+}
+
+// scriptNames names the lease scripts by their SHA-1 (EVALSHA's first
+// argument) and by their source (EVAL's), for CommandName.
+var scriptNames = func() map[string]string {
+	m := map[string]string{}
+	for name, s := range map[string]*redis.Script{
+		"lease.acquire": acquireScript, "lease.fill": fillScript, "lease.renew": renewScript,
+		"lease.cas": casScript, "lease.release": unlockScript,
+	} {
+		m[s.Hash()] = name
+	}
+	return m
+}()
+
+// CommandName names cmd as a test seam that holds one command sees it:
+// go-redis's name ("get", "set", ...), or for the scripts of this file
+// "lease.acquire", "lease.fill", "lease.renew", "lease.cas" and
+// "lease.release". Key is the key it acts on (its first key), "" when it
+// has none.
+func CommandName(cmd redis.Cmder) (name, key string) {
+	args := cmd.Args()
+	name = cmd.Name()
+	switch name {
+	case "evalsha", "eval", "evalsha_ro", "eval_ro":
+		if len(args) > 3 {
+			key = fmt.Sprint(args[3])
+		}
+		if len(args) > 1 {
+			id := fmt.Sprint(args[1])
+			if name == "eval" || name == "eval_ro" {
+				sum := sha1.Sum([]byte(id))
+				id = hex.EncodeToString(sum[:])
+			}
+			if n, ok := scriptNames[id]; ok {
+				name = n
+			}
+		}
+	default:
+		if len(args) > 1 {
+			key = fmt.Sprint(args[1])
+		}
+	}
+	return name, key
+}
