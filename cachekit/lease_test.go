@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -357,5 +358,51 @@ func TestLeaseReleasedOnLoaderError(t *testing.T) {
 	}
 	if n, _ := raw.Exists(bg, "k").Result(); n != 1 {
 		t.Fatal("b's value was not stored")
+	}
+}
+
+// On a Cluster the lease lives in the key's own slot: a load still loses
+// to a write, and MGetOrLoad plants and fills leases for keys of every
+// master in one pipeline each.
+func TestLeaseOnCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	o := Options{RedisURL: cl.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, FleetSingleFlight: true}
+	a, b := newClient(t, o), newClient(t, o)
+	started, release := make(chan struct{}), make(chan struct{})
+	r := async(func() error {
+		_, err := GetOrLoadTTL(bg, a, "user:{42}", time.Minute, heldLoader("old", started, release))
+		return err
+	})
+	<-started
+	if err := b.Set(bg, "user:{42}", "new"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-r; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Client{a, b} {
+		waitWithin(t, 5*time.Second, func() bool { v, _ := Get[string](bg, c, "user:{42}"); return v == "new" })
+	}
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("batch:%d", i)
+	}
+	var calls atomic.Int32
+	got, err := MGetOrLoad(bg, a, keys, func(_ context.Context, missing []string) (map[string]int, error) {
+		calls.Add(1)
+		m := map[string]int{}
+		for _, k := range missing {
+			m[k] = len(k)
+		}
+		return m, nil
+	})
+	if err != nil || len(got) != len(keys) || calls.Load() != 1 {
+		t.Fatalf("MGetOrLoad: %d values, %d loader calls, %v", len(got), calls.Load(), err)
+	}
+	again, err := MGet[int](bg, b, keys)
+	if err != nil || len(again) != len(keys) {
+		t.Fatalf("MGet after MGetOrLoad: %d values, %v", len(again), err)
 	}
 }
