@@ -116,6 +116,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			wake = c.leaseWaits.add(key) // before the look: no wake is missed
 		}
 		t := c.ticket(key)
+		at := time.Now()
 		var state l2.LeaseState
 		var entry []byte
 		var left time.Duration
@@ -144,7 +145,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			}
 			putScratch(s)
 			if err == nil {
-				return v, nil
+				return leased{v: v, at: at}, nil
 			}
 			if !loadable(err) || replace != "" {
 				return nil, err
@@ -199,6 +200,7 @@ func (c *Client) awaitLease(ctx context.Context, wake chan struct{}, wait, left 
 func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
 	stop := c.keepLease(ctx, full, lease)
 	c.stats.loads.Add(1)
+	started := time.Now()
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	stop()
 	if err == nil {
@@ -224,6 +226,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		c.testHookFill(key)
 	}
 	t := c.ticket(key)
+	at := time.Now()
 	var filled bool
 	err = c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
 		channel, msg := "", []byte(nil)
@@ -244,6 +247,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		c.warn("GetOrLoad could not store the loaded value", key, err)
 	case !filled:
 		c.stats.leaseLost.Add(1) // a write came first: it stays
+		return leased{v: v, at: started}, nil
 	default:
 		if c.l1 != nil {
 			c.admit(key, t, stored, ttl, true)
@@ -251,8 +255,20 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		if c.swr != nil {
 			c.swr.record(key, c.now(), ttl, ttl)
 		}
+		return leased{v: v, at: at}, nil
 	}
 	return v, nil
+}
+
+// leased is what a load with Redis returns through the flight: the value,
+// and a time at which it was current: just before the script that read or
+// stored it was sent, or, for a value not stored (its lease replaced by a
+// write, or loaded without one), when its loader started (the source said
+// so after that). The caller that started the flight takes v; a caller
+// that joined it after at loads again: the key may have been written since.
+type leased struct {
+	v  any
+	at time.Time
 }
 
 // loadUnstored runs the loader and returns its value without storing it:
@@ -260,12 +276,13 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 // key's lease and this one does not wait for it.
 func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
 	c.stats.loads.Add(1)
+	started := time.Now()
 	v, _, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
-	return v, nil
+	return leased{v: v, at: started}, nil
 }
 
 // keepLease renews lease every LeaseTTL/3 until stop is called (which

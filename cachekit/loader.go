@@ -88,9 +88,25 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	var me *MissError
 	degraded := errors.As(err, &me)
 	waitStart := time.Now()
-	res, led, err := c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
-		return loadAndStore(lctx, c, key, ttl, load, degraded)
-	})
+	var res any
+	var led bool
+	for try := 1; ; try++ {
+		joined := time.Now()
+		res, led, err = c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
+			return loadAndStore(lctx, c, key, ttl, load, degraded)
+		})
+		lr, ok := res.(leased)
+		if !ok {
+			break
+		}
+		res = lr.v
+		// The value was current at lr.at: right for a caller that was
+		// already waiting then; a caller that joined the flight later, maybe
+		// after a write returned, loads again (three times at most).
+		if led || err != nil || try == 3 || !joined.After(lr.at) {
+			break
+		}
+	}
 	if !led {
 		c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "single_flight"),
 			attribute.Int64("cachekit.wait_us", time.Since(waitStart).Microseconds()))

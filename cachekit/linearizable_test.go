@@ -1,0 +1,68 @@
+package cachekit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/cacheaside"
+)
+
+// asideClient adapts a Client to cacheaside.Cache.
+type asideClient struct{ c *Client }
+
+func (a asideClient) GetOrLoad(ctx context.Context, key string, load func(context.Context) (int, error)) (int, error) {
+	return GetOrLoad(ctx, a.c, key, load)
+}
+func (a asideClient) Set(ctx context.Context, key string, v int) error { return a.c.Set(ctx, key, v) }
+func (a asideClient) Delete(ctx context.Context, key string) error     { return a.c.Delete(ctx, key) }
+
+// linearizabilityDelta is the staleness bound the check allows an L1 kept
+// by invalidation: the time for a write's invalidation to reach another
+// Client (docs/production.md).
+const linearizabilityDelta = 100 * time.Millisecond
+
+// Porcupine checks 100 short cache-aside histories of 3 Clients each
+// (writers that update a source then Set, Delete, or DEL with a raw
+// command; readers that GetOrLoad): strictly linearizable without L1, and
+// linearizable within the invalidation bound with L1 and invalidation
+// (Production's coherence). bench/ runs the same check over 1,000.
+func TestLinearizableCacheAside(t *testing.T) {
+	t.Parallel()
+	modes := map[string]struct {
+		opts  Options
+		delta time.Duration
+	}{
+		"noL1/strict":           {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0},
+		"l1+invalidation/delta": {Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, FleetSingleFlight: true}, linearizabilityDelta},
+	}
+	for name, m := range modes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, raw := withRedis(t)
+			var clients []cacheaside.Cache
+			for range 3 {
+				o := m.opts
+				o.Redis = raw
+				clients = append(clients, asideClient{newClient(t, o)})
+			}
+			cfg := cacheaside.Config{
+				Clients: clients,
+				Foreign: func(ctx context.Context, key string) error { return raw.Del(ctx, key).Err() },
+				Delta:   m.delta,
+				Seed:    1,
+			}
+			start := time.Now()
+			res, err := cacheaside.Run(bg, cfg, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d histories, %d operations in %v: %d not linearizable, %d undecided, %d errors",
+				res.Histories, res.Operations, time.Since(start).Round(time.Millisecond), res.Failed, res.Unknown, res.Errors)
+			if res.Failed != 0 || res.Unknown != 0 || res.Errors != 0 {
+				t.Fatal("the history check failed")
+			}
+		})
+	}
+}
+

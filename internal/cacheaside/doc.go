@@ -1,0 +1,34 @@
+// Package cacheaside checks a cache used the cache-aside way across
+// several clients against a source of truth, with porcupine
+// (github.com/anishathalye/porcupine) as the linearizability checker.
+//
+// # The application it models
+//
+// A source of truth holds one integer per key. Writers update the source
+// under a per-key lock and then invalidate the cache (Delete) or write the
+// new value into it (Set), still under the lock; some writers are foreign:
+// they delete the key with a raw command, as another tool would. Readers
+// call GetOrLoad with a loader that reads the source and takes a moment to
+// come back (a write may land meanwhile). Each history uses fresh keys.
+//
+// # The model
+//
+// Each key is a register (porcupine partitions the history by key). A write
+// sets it; a read must return the value the register holds at some point
+// of the read's interval, or, with a staleness bound δ > 0, a value it held
+// within δ before the read began: a value overwritten by a write that
+// returned at time w may still be read by a read that began before w + δ.
+// δ = 0 is strict linearizability (a cache with no L1, or an L1 that every
+// write reaches synchronously); δ > 0 admits an L1 whose invalidation is
+// asynchronous, δ being the documented bound of that invalidation.
+//
+// # Invariants
+//
+//   - A history is built only from what the cache API returned and the
+//     times the calls were made and returned (time.Since of one base, so
+//     monotonic); no internal state of the cache is consulted.
+//   - A read that found nothing (a plain miss) is not a value and is not
+//     recorded; a GetOrLoad always returns a value.
+//   - Check never sleeps between operations: the load's delay is the only
+//     pause, and it is inside the operation.
+package cacheaside
