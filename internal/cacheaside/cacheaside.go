@@ -33,6 +33,11 @@ type Config struct {
 	// MaxLoadDelay bounds the loader's pause after it read the source.
 	// Default: 1 ms.
 	MaxLoadDelay time.Duration
+	// Pace is the interval between two operations of a goroutine (a
+	// time.Ticker: a rate, not a wait), so a history lasts about Ops ×
+	// Pace: a staleness bound is only tested by histories longer than it.
+	// 0: back to back.
+	Pace time.Duration
 	// Seed makes the operation mix reproducible.
 	Seed uint64
 }
@@ -183,7 +188,16 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var tick <-chan time.Time
+			if cfg.Pace > 0 {
+				t := time.NewTicker(cfg.Pace)
+				defer t.Stop()
+				tick = t.C
+			}
 			for range cfg.Ops {
+				if tick != nil {
+					<-tick
+				}
 				k := rng.IntN(cfg.Keys)
 				key := keys[k]
 				kind := rng.IntN(10)

@@ -29,6 +29,7 @@
 //     monotonic); no internal state of the cache is consulted.
 //   - A read that found nothing (a plain miss) is not a value and is not
 //     recorded; a GetOrLoad always returns a value.
-//   - Check never sleeps between operations: the load's delay is the only
-//     pause, and it is inside the operation.
+//   - Operations are paced by a ticker (Config.Pace) or back to back; the
+//     load's delay is the only pause inside an operation. A staleness bound
+//     δ is only tested by histories that last longer than δ.
 package cacheaside
