@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -110,6 +112,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	lease := l2.NewLease()
 	replace := ""                            // digest of an entry that failed to open
 	giveUp := c.now().Add(c.loadTimeout / 2) // then load without waiting any longer
+	waited := false
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, leasePollMax) {
 		var wake chan struct{}
 		if c.fleetWait {
@@ -159,7 +162,11 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 				}
 				return loadUnstored(ctx, c, load, ttl)
 			}
-			c.stats.leaseWaits.Add(1)
+			if !waited {
+				waited = true
+				c.stats.leaseWaits.Add(1)
+				c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
+			}
 			err := c.awaitLease(ctx, wake, wait, left)
 			c.leaseWaits.remove(key, wake)
 			if err != nil {
