@@ -406,3 +406,46 @@ func TestLeaseOnCluster(t *testing.T) {
 		t.Fatalf("MGet after MGetOrLoad: %d values, %v", len(again), err)
 	}
 }
+
+// In interop mode (keys shared with other SDKs, which know no lease) a
+// fleet's GetOrLoad takes the family's {key}:lock instead: two Clients, one
+// load, no placeholder ever stored in the key, and the lock released.
+func TestInteropFleetUsesSideLock(t *testing.T) {
+	t.Parallel()
+	_, raw := withRedis(t)
+	o := Options{Redis: raw, L1MaxBytes: 1 << 20, Interop: true, FleetSingleFlight: true, LeaseTTL: 2 * time.Second}
+	a, b := newClient(t, o), newClient(t, o)
+	key, err := InteropKey("users", "get_user", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	release := make(chan struct{})
+	loader := func(ctx context.Context) (string, error) {
+		calls.Add(1)
+		if v, _ := raw.Get(ctx, key).Bytes(); l2.IsLease(v) {
+			t.Error("a lease placeholder in an interop key")
+		}
+		<-release
+		return "v", nil
+	}
+	var wg sync.WaitGroup
+	for _, c := range []*Client{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := GetOrLoadTTL(bg, c, key, time.Minute, loader); err != nil || v != "v" {
+				t.Errorf("%q, %v", v, err)
+			}
+		}()
+	}
+	waitWithin(t, 5*time.Second, func() bool { n, _ := raw.Exists(bg, key+":lock").Result(); return n == 1 && calls.Load() == 1 })
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d loads, want 1", n)
+	}
+	if n, _ := raw.Exists(bg, key+":lock").Result(); n != 0 {
+		t.Fatal("the lock was not released")
+	}
+}

@@ -159,6 +159,11 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 			return v, nil
 		}
 		defer unlock()
+		// The lock may have been free because its holder had just
+		// stored: look once more before loading.
+		if v, _, err := getInner[T](ctx, c, key); err == nil {
+			return v, nil
+		}
 	}
 	c.stats.loads.Add(1)
 	v, ttl, err := runLoader(ctx, c, load, ttl)
