@@ -1,6 +1,9 @@
 package cachekit
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +50,56 @@ func TestTrackingSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWithin(t, time.Second, func() bool { v, _ := Get[string](bg, p, "k"); return v == "v4" })
+}
+
+// A load that holds its lease across a Sentinel failover (the lease was
+// replicated before it) still loses to a Delete made on the new master,
+// and a waiter of another Client returns the value or loads itself: no
+// stale value is stored, nothing waits past the lease.
+func TestLeaseAcrossSentinelFailover(t *testing.T) {
+	t.Parallel()
+	sen := redistest.StartSentinel(t)
+	client := func() (*Client, *redis.Client) {
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster, SentinelAddrs: sen.SentinelAddrs()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		o := Production()
+		o.Redis, o.Encryption, o.LeaseTTL = rdb, encConfig(""), 2*time.Second
+		return newClient(t, o), rdb
+	}
+	a, ardb := client()
+	b, brdb := client()
+	// onMaster reports whether rdb's commands reach the master at addr.
+	onMaster := func(rdb *redis.Client, addr string) bool {
+		_, port, _ := strings.Cut(addr, ":")
+		got, err := rdb.ConfigGet(bg, "port").Result()
+		return err == nil && got["port"] == port
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	r := async(func() error {
+		v, err := GetOrLoadTTL(bg, a, "k", time.Minute, heldLoader("before failover", started, release))
+		if err == nil && v != "before failover" {
+			t.Errorf("the loading caller got %q", v)
+		}
+		return err
+	})
+	<-started
+	sen.WaitReplicated(t) // the lease is on the replica
+	old := sen.MasterAddr(t)
+	sen.Failover(t)
+	now := sen.WaitNewMaster(t, old, 20*time.Second)
+	// Both Clients' connections have followed the failover before the
+	// Delete and the store are sent (a write to the old master before it
+	// is demoted is lost with it: the asynchronous-replication bound).
+	waitWithin(t, 20*time.Second, func() bool { return onMaster(ardb, now) && onMaster(brdb, now) })
+	if err := b.Delete(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-r; err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 10*time.Second, func() bool { _, err := Get[string](bg, b, "k"); return errors.Is(err, ErrNotFound) })
+	if v, err := GetOrLoad(bg, b, "k", func(context.Context) (string, error) { return "after", nil }); err != nil || v != "after" {
+		t.Fatalf("after the failover: %q, %v", v, err)
+	}
 }
