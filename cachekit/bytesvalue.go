@@ -22,7 +22,7 @@ func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key strin
 	s := getScratch()
 	// The remaining TTL is needed only to bound an L1 backfill: without L1
 	// a plain GET saves Redis a PTTL per read.
-	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil)
+	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil, nil)
 	if err == nil {
 		var raw []byte
 		if raw, err = binPayload(payload); err != nil {

@@ -271,19 +271,13 @@ func (c *Client) fullKey(key string) string {
 // its own. Buffers that grew past maxPooled are dropped, not pooled.
 const maxPooled = 256 << 10
 
-type scratch struct {
-	aad, plain, value []byte
-	// stored is the sealed entry the last read through loadTTL opened
-	// (L1's or Redis's bytes, never written to): SWR compares against it.
-	stored []byte
-}
+type scratch struct{ aad, plain, value []byte }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(s *scratch) {
-	s.stored = nil
 	// The buffers held decrypted bytes: wipe what was used, whether the
 	// buffers go back to the pool or to the garbage collector.
 	if cap(s.plain) > maxPooled || cap(s.value) > maxPooled || cap(s.aad) > maxPooled {

@@ -49,7 +49,7 @@ func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bo
 	defer putScratch(s)
 	// The remaining TTL bounds an L1 backfill: without L1 (and unless the
 	// caller wants it) a plain GET saves Redis a PTTL per read.
-	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil)
+	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil, nil)
 	size := len(payload)
 	if err != nil {
 		return 0, tier, size, err
@@ -73,9 +73,11 @@ func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bo
 // that answered (on a miss or a Redis failure, the last tier asked) and,
 // for an entry read from L2, its remaining TTL there (0
 // for an L1 hit, no expiry, or when withTTL is false and only GET was
-// sent). Reliability wraps the L2 round trip only; decrypt and decode run
-// outside it.
-func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool) ([]byte, Tier, time.Duration, error) {
+// sent). With served non-nil, an entry read from L2 is also left there
+// (Redis's bytes, never written to: SWR's refresh compares against them).
+// Reliability wraps the L2 round trip only; decrypt and
+// decode run outside it.
+func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool, served *[]byte) ([]byte, Tier, time.Duration, error) {
 	if c.closed.Load() {
 		return nil, "", 0, ErrClosed
 	}
@@ -110,7 +112,9 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	if err != nil {
 		return nil, TierL2, 0, err
 	}
-	s.stored = stored
+	if served != nil {
+		*served = stored
+	}
 	return payload, TierL2, ttl, nil
 }
 
@@ -129,7 +133,6 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 	}
 	if err == nil {
 		c.stats.l1Hits.Add(1)
-		s.stored = stored
 		return payload, true, nil
 	}
 	if notTheEntry(ctx, err) {

@@ -218,14 +218,14 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 		ver = c.l1.Version(key)
 	}
 	s := getScratch()
-	payload, tier, remaining, err := c.loadTTL(ctx, s, key, true)
+	var served []byte // the sealed entry read: a refresh replaces exactly these bytes, or nothing
+	payload, tier, remaining, err := c.loadTTL(ctx, s, key, true, &served)
 	r := result{tier: tierOf(tier), size: len(payload)}
 	if err == nil {
 		if derr := c.decode(payload, &v); derr != nil {
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: derr}
 		}
 	}
-	served := s.stored // the refresh replaces exactly these bytes, or nothing
 	putScratch(s)
 	if err != nil {
 		return zero, r, err
@@ -238,6 +238,11 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 		}
 	}
 	if c.swr.claim(key, now, ttl) {
+		if tier == TierL1 {
+			// The bytes L1 served; if a write replaced them since, the
+			// version check drops the refresh anyway.
+			served, _ = c.l1.Get(key)
+		}
 		c.event(ctx, "cachekit.swr_refresh")
 		c.startRefresh(ctx, key, ttl, ver, served, func(rctx context.Context) (any, error) { return load(rctx) })
 	}
@@ -276,6 +281,9 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 			err = errLoaderPanic(r)
 		}
 	}()
+	if served == nil {
+		return nil // the entry left L1 before it could be read back: nothing to compare
+	}
 	c.stats.loads.Add(1)
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
