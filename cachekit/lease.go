@@ -305,7 +305,7 @@ func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop f
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(c.leaseTTL / 3)
+		tick := time.NewTicker(max(c.leaseTTL/3, time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {

@@ -303,11 +303,11 @@ func TestFleetLongLoadRunsOnce(t *testing.T) {
 	t.Parallel()
 	srv, _ := withRedis(t)
 	o := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true,
-		Invalidation: &Invalidation{}, LeaseTTL: 300 * time.Millisecond}
+		Invalidation: &Invalidation{}, LeaseTTL: time.Second}
 	var calls atomic.Int32
 	loader := func(ctx context.Context) (string, error) {
 		calls.Add(1)
-		time.Sleep(1500 * time.Millisecond) // five lease lifetimes
+		time.Sleep(4 * time.Second) // four lease lifetimes: the work a long load does
 		return "v", nil
 	}
 	var wg sync.WaitGroup

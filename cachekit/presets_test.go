@@ -43,6 +43,13 @@ func TestPresetDefaults(t *testing.T) {
 		if o.Preset != Preset(tc.name) {
 			t.Errorf("%s: Preset %q", tc.name, o.Preset)
 		}
+		// One load per fleet where invalidation can wake the waiters.
+		if o.FleetSingleFlight != tc.inv || o.LeaseTTL != 0 {
+			t.Errorf("%s: FleetSingleFlight %v, LeaseTTL %v", tc.name, o.FleetSingleFlight, o.LeaseTTL)
+		}
+	}
+	if c := newClient(t, Minimal()); c.leaseTTL != defaultLeaseTTL || defaultLeaseTTL != 5*time.Second {
+		t.Errorf("LeaseTTL 0 becomes %v, want the documented 5 s", c.leaseTTL)
 	}
 }
 
