@@ -455,3 +455,42 @@ func TestInteropFleetUsesSideLock(t *testing.T) {
 		t.Fatal("the lock was not released")
 	}
 }
+
+// An ACL user limited to the Client's prefix (~app:*) runs every
+// lease-aware path: the scripts name their keys, so Redis's key checks
+// pass them.
+func TestLeaseScriptsUnderKeyACL(t *testing.T) {
+	t.Parallel()
+	srv, raw := withRedis(t)
+	if err := raw.Do(bg, "ACL", "SETUSER", "app", "on", ">pw", "~app:*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "app", Password: "pw", MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	o := Production()
+	o.Redis, o.Encryption, o.KeyPrefix = rdb, encConfig(""), "app:"
+	c := newClient(t, o)
+	if v, err := GetOrLoad(bg, c, "k", func(context.Context) (string, error) { return "v", nil }); err != nil || v != "v" {
+		t.Fatalf("GetOrLoad: %q, %v", v, err)
+	}
+	if ok, err := c.Exists(bg, "k"); !ok || err != nil {
+		t.Fatalf("Exists: %v, %v", ok, err)
+	}
+	if _, err := c.TTL(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Touch(bg, "k", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.SetIfPresent(bg, "k", "w", time.Minute); !ok || err != nil {
+		t.Fatalf("SetIfPresent: %v, %v", ok, err)
+	}
+	if m, err := MGetOrLoad(bg, c, []string{"m1", "m2"}, func(_ context.Context, keys []string) (map[string]string, error) {
+		return map[string]string{"m1": "1", "m2": "2"}, nil
+	}); err != nil || len(m) != 2 {
+		t.Fatalf("MGetOrLoad: %v, %v", m, err)
+	}
+	if err := c.Delete(bg, "k", "m1", "m2"); err != nil {
+		t.Fatal(err)
+	}
+}
