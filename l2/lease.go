@@ -149,6 +149,11 @@ func (s *Store) Acquire(ctx context.Context, key, lease string, ttl time.Duratio
 	if err != nil {
 		return 0, nil, 0, fail("lease", err)
 	}
+	return acquired(reply)
+}
+
+// acquired reads acquireScript's reply.
+func acquired(reply []any) (LeaseState, []byte, time.Duration, error) {
 	code, ok := intAt(reply, 0)
 	if !ok {
 		return 0, nil, 0, &BackendError{Op: "lease", Err: errUnexpectedReply}
@@ -168,14 +173,10 @@ func (s *Store) Acquire(ctx context.Context, key, lease string, ttl time.Duratio
 	if !ok1 || !ok2 {
 		return 0, nil, 0, &BackendError{Op: "lease", Err: errUnexpectedReply}
 	}
-	left, found := fromPTTL(time.Duration(ms) * time.Millisecond)
-	if ms < 0 {
-		left, found = fromPTTL(time.Duration(ms))
+	if ms == -1 {
+		return LeaseFoundEntry, []byte(v), 0, nil // no expiry
 	}
-	if !found { // expired between the two reads of the script: cannot happen, but a miss
-		return LeaseHeld, nil, 0, nil
-	}
-	return LeaseFoundEntry, []byte(v), left, nil
+	return LeaseFoundEntry, []byte(v), time.Duration(max(ms, 1)) * time.Millisecond, nil
 }
 
 func intAt(reply []any, i int) (int64, bool) {
@@ -191,17 +192,10 @@ func intAt(reply []any, i int) (int64, bool) {
 // on it after storing. A key written, deleted, expired or evicted since
 // the lease was planted keeps what it has.
 func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration, channel string, msg []byte) (bool, error) {
-	if err := s.check("set"); err != nil {
-		return false, err
-	}
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	n, err := fillScript.Run(ctx, s.rdb, []string{key}, lease, val, pxMillis(ttl), channel, msg).Int64()
-	if err != nil {
-		return false, fail("set", err)
-	}
-	return n == 1, nil
+	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), channel, msg)
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
@@ -209,34 +203,14 @@ func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl tim
 // keys in different slots). done[i] reports whether item i was stored;
 // errs[i] is its error.
 func (s *Store) FillMany(ctx context.Context, items []Item, leases []string, channel string, msgs [][]byte) (done []bool, errs []error) {
-	done = make([]bool, len(items))
-	errs = make([]error, len(items))
-	if err := s.check("mset"); err != nil {
-		for i := range errs {
-			errs[i] = err
+	cmds, err := s.evalEach(ctx, "mset", fillScript, len(items), func(i int) (string, []any) {
+		var msg []byte
+		if msgs != nil {
+			msg = msgs[i]
 		}
-		return done, errs
-	}
-	cmds := make([]*redis.Cmd, len(items))
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, it := range items {
-			var msg []byte
-			if msgs != nil {
-				msg = msgs[i]
-			}
-			cmds[i] = fillScript.Eval(ctx, p, []string{it.Key}, leases[i], it.Value, pxMillis(it.TTL), channel, msg)
-		}
-		return nil
+		return items[i].Key, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), channel, msg}
 	})
-	for i, c := range cmds {
-		n, err := c.Int64()
-		if err != nil {
-			errs[i] = fail("mset", err)
-			continue
-		}
-		done[i] = n == 1
-	}
-	return done, errs
+	return eachDone("mset", len(items), cmds, err)
 }
 
 // AcquireMany is Acquire for several keys (replacing nothing), one script
@@ -248,46 +222,20 @@ func (s *Store) AcquireMany(ctx context.Context, keys, leases []string, ttl time
 	entries = make([][]byte, len(keys))
 	lefts = make([]time.Duration, len(keys))
 	errs = make([]error, len(keys))
-	if err := s.check("lease"); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return
-	}
-	cmds := make([]*redis.Cmd, len(keys))
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = acquireScript.Eval(ctx, p, []string{k}, leases[i], pxMillis(ttl), "")
-		}
-		return nil
+	cmds, err := s.evalEach(ctx, "lease", acquireScript, len(keys), func(i int) (string, []any) {
+		return keys[i], []any{leases[i], pxMillis(ttl), ""}
 	})
-	for i, c := range cmds {
-		reply, err := c.Slice()
+	for i := range keys {
+		if cmds == nil {
+			errs[i] = err
+			continue
+		}
+		reply, err := cmds[i].Slice()
 		if err != nil {
 			errs[i] = fail("lease", err)
 			continue
 		}
-		code, _ := intAt(reply, 0)
-		switch code {
-		case 1:
-			states[i] = LeaseAcquired
-		case 2:
-			states[i] = LeaseHeld
-		default:
-			ms, _ := intAt(reply, 1)
-			v, ok := "", len(reply) == 3
-			if ok {
-				v, ok = reply[2].(string)
-			}
-			if !ok {
-				errs[i] = &BackendError{Op: "lease", Err: errUnexpectedReply}
-				continue
-			}
-			states[i], entries[i] = LeaseFoundEntry, []byte(v)
-			if ms > 0 {
-				lefts[i] = time.Duration(ms) * time.Millisecond
-			}
-		}
+		states[i], entries[i], lefts[i], errs[i] = acquired(reply)
 	}
 	return
 }
@@ -295,17 +243,10 @@ func (s *Store) AcquireMany(ctx context.Context, keys, leases []string, ttl time
 // Renew extends lease to ttl from now while key still holds it, and
 // reports whether it did.
 func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration) (bool, error) {
-	if err := s.check("lease"); err != nil {
-		return false, err
-	}
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	n, err := renewScript.Run(ctx, s.rdb, []string{key}, lease, pxMillis(ttl)).Int64()
-	if err != nil {
-		return false, fail("lease", err)
-	}
-	return n == 1, nil
+	return s.runDone(ctx, "lease", renewScript, key, lease, pxMillis(ttl))
 }
 
 // Release deletes key while it still holds lease (a load that failed gives
@@ -320,17 +261,10 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 // any write since then makes a no-op), and reports whether it did; channel
 // and msg are as for Fill.
 func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte, ttl time.Duration, channel string, msg []byte) (bool, error) {
-	if err := s.check("set"); err != nil {
-		return false, err
-	}
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	n, err := casScript.Run(ctx, s.rdb, []string{key}, digest, val, pxMillis(ttl), channel, msg).Int64()
-	if err != nil {
-		return false, fail("set", err)
-	}
-	return n == 1, nil
+	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), channel, msg)
 }
 
 // dropLeases turns every lease placeholder in vals into nil (missing).

@@ -32,28 +32,8 @@ type Swap struct {
 // is false). done[i] false with errs[i] nil means the key no longer held
 // Old.
 func (s *Store) SwapMany(ctx context.Context, items []Swap) (done []bool, errs []error) {
-	done = make([]bool, len(items))
-	errs = make([]error, len(items))
-	if err := s.check("swap"); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return done, errs
-	}
-	cmds := make([]*redis.Cmd, len(items))
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, it := range items {
-			cmds[i] = swapScript.Eval(ctx, p, []string{it.Key}, it.Old, it.New)
-		}
-		return nil
+	cmds, err := s.evalEach(ctx, "swap", swapScript, len(items), func(i int) (string, []any) {
+		return items[i].Key, []any{items[i].Old, items[i].New}
 	})
-	for i, c := range cmds {
-		n, err := c.Int64()
-		if err != nil {
-			errs[i] = fail("swap", err)
-			continue
-		}
-		done[i] = n == 1
-	}
-	return done, errs
+	return eachDone("swap", len(items), cmds, err)
 }

@@ -1,0 +1,60 @@
+package l2
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// evalEach runs script once per item, all in one pipeline, sent with EVAL
+// (no script cache needed; one node of a cluster takes keys of different
+// slots, each command routed by its key). args(i) gives item i's key and
+// arguments. It returns each item's command, or nil and the error the Store
+// reports before touching Redis.
+func (s *Store) evalEach(ctx context.Context, op string, script *redis.Script, n int, args func(i int) (string, []any)) ([]*redis.Cmd, error) {
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.Cmd, n)
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			key, argv := args(i)
+			cmds[i] = script.Eval(ctx, p, []string{key}, argv...)
+		}
+		return nil
+	})
+	return cmds, nil
+}
+
+// eachDone reads evalEach's commands as "1 means done": done[i] and
+// errs[i] per item; a refusal before any command (cmds nil, err) is every
+// item's error.
+func eachDone(op string, n int, cmds []*redis.Cmd, err error) (done []bool, errs []error) {
+	done, errs = make([]bool, n), make([]error, n)
+	for i := range errs {
+		if cmds == nil {
+			errs[i] = err
+			continue
+		}
+		v, cerr := cmds[i].Int64()
+		if cerr != nil {
+			errs[i] = fail(op, cerr)
+			continue
+		}
+		done[i] = v == 1
+	}
+	return done, errs
+}
+
+// runDone runs a one-key script (EVALSHA, then EVAL if the server lacks
+// it) that replies 1 when it did its work, and reports whether it did.
+func (s *Store) runDone(ctx context.Context, op string, script *redis.Script, key string, args ...any) (bool, error) {
+	if err := s.check(op); err != nil {
+		return false, err
+	}
+	n, err := script.Run(ctx, s.rdb, []string{key}, args...).Int64()
+	if err != nil {
+		return false, fail(op, err)
+	}
+	return n == 1, nil
+}
