@@ -110,8 +110,8 @@ func (c *Client) leases() bool { return c.l2 != nil && !c.interop }
 func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
 	full := c.fullKey(key)
 	lease := l2.NewLease()
-	replace := ""                            // digest of an entry that failed to open
-	giveUp := c.now().Add(c.loadTimeout / 2) // then load without waiting any longer
+	replace := ""                               // digest of an entry that failed to open
+	giveUp := time.Now().Add(c.loadTimeout / 2) // then load without waiting any longer
 	waited := false
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, leasePollMax) {
 		var wake chan struct{}
@@ -132,11 +132,11 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			c.leaseWaits.remove(key, wake)
 		}
 		if err != nil {
-			if rerr := c.readFailed(ctx, key, err); isMiss(rerr) {
+			rerr := c.readFailed(ctx, key, err)
+			if isMiss(rerr) {
 				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
-			} else {
-				return nil, rerr
 			}
+			return nil, rerr
 		}
 		switch state {
 		case l2.LeaseFoundEntry:
@@ -144,7 +144,9 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			s := getScratch()
 			payload, err := c.fromL2(ctx, s, key, entry, left, t)
 			if err == nil {
-				err = c.decode(payload, &v)
+				if derr := c.decode(payload, &v); derr != nil {
+					err = &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: derr}
+				}
 			}
 			putScratch(s)
 			if err == nil {
@@ -156,7 +158,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			replace = l2.Digest(entry) // replace what cannot be opened
 			continue
 		case l2.LeaseHeld:
-			if !c.fleetWait || !c.now().Before(giveUp) {
+			if !c.fleetWait || !time.Now().Before(giveUp) {
 				if wake != nil {
 					c.leaseWaits.remove(key, wake)
 				}

@@ -494,3 +494,22 @@ func TestLeaseScriptsUnderKeyACL(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An entry that opens but does not decode as the loader's type is replaced
+// by the load, as one that fails to open is.
+func TestLeaseReplacesUndecodableEntry(t *testing.T) {
+	t.Parallel()
+	_, raw := withRedis(t)
+	c := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	if err := c.Set(bg, "k", "not a number"); err != nil {
+		t.Fatal(err)
+	}
+	c.FlushLocal()
+	if v, err := GetOrLoad(bg, c, "k", func(context.Context) (int, error) { return 5, nil }); err != nil || v != 5 {
+		t.Fatalf("GetOrLoad: %d, %v", v, err)
+	}
+	c.FlushLocal()
+	if v, err := Get[int](bg, c, "k"); err != nil || v != 5 {
+		t.Fatalf("after the load: %d, %v", v, err)
+	}
+}
