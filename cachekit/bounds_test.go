@@ -30,7 +30,10 @@ func boundedOps(c *Client) []struct {
 		{"GetWithTTL", func(ctx context.Context) error { _, _, err := GetWithTTL[string](ctx, c, fresh()); return err }},
 		{"Set", func(ctx context.Context) error { return c.Set(ctx, fresh(), "v") }},
 		{"Delete", func(ctx context.Context) error { return c.Delete(ctx, fresh()) }},
-		{"MGet", func(ctx context.Context) error { _, err := MGet[string](ctx, c, []string{fresh(), fresh()}); return err }},
+		{"MGet", func(ctx context.Context) error {
+			_, err := MGet[string](ctx, c, []string{fresh(), fresh()})
+			return err
+		}},
 		{"MSet", func(ctx context.Context) error {
 			return MSet(ctx, c, map[string]string{fresh(): "a", fresh(): "b"})
 		}},

@@ -23,7 +23,9 @@ var ErrTimeout error = timeoutError{}
 // timeoutError is ErrTimeout's type: a net.Error that is a timeout.
 type timeoutError struct{}
 
-func (timeoutError) Error() string   { return "cachekit: redis did not answer within the client's timeout" }
+func (timeoutError) Error() string {
+	return "cachekit: redis did not answer within the client's timeout"
+}
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
