@@ -180,6 +180,8 @@ func errKind(err error) string {
 		return "overloaded"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
 	default:
 		var be *BackendError
 		if errors.As(err, &be) {
