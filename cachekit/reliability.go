@@ -30,7 +30,9 @@ type Reliability struct {
 	// FailOpen degrades Redis failures instead of returning them: a failed
 	// Get, GetBytes, AppendValue or GetOrLoad read is a *MissError (it
 	// matches both ErrNotFound and *BackendError, and GetOrLoad loads); MGet
-	// leaves the keys it could not read out of its result; a failed write
+	// returns the values it did read (L1's; on a cluster, also those of the
+	// nodes that answered) and a *MissError for the rest, and MGetOrLoad
+	// loads the rest; a failed write
 	// (Set, MSet, a load's store) is absorbed with a rate-limited warning
 	// (the value is then in neither tier). Delete, Exists and TTL still
 	// return their error. Default: false (fail closed: the *BackendError is returned);

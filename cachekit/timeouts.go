@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // ErrTimeout is the cause inside a *BackendError when a Redis call ran out
@@ -48,6 +50,9 @@ func bare(ctx context.Context, op string, n int, fn func(context.Context) error)
 func settle(ctx context.Context, op string, err error) error {
 	if err == nil || !isTimeout(err) {
 		return err
+	}
+	if pe, ok := err.(*l2.PartialError); ok { // keep which keys were read
+		return &l2.PartialError{Index: pe.Index, Err: settle(ctx, op, pe.Err)}
 	}
 	var be *BackendError
 	if errors.As(err, &be) {
