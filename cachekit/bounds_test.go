@@ -106,7 +106,9 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("large Set: %v, want ErrTimeout", err)
 	}
-	if d < allow-50*time.Millisecond || d > allow+200*time.Millisecond {
+	// The upper slack covers encoding and copying 8 MiB before the write
+	// starts (about 300 ms under the race detector on the 2-core machine).
+	if d < allow-50*time.Millisecond || d > allow+500*time.Millisecond {
 		t.Fatalf("large Set took %v, want about %v (AttemptTimeout + transfer allowance)", d, allow)
 	}
 }

@@ -97,9 +97,9 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
 		var err error
 		if withTTL {
-			stored, ttl, err = c.l2.GetWithTTL(ctx, c.fullKey(key))
+			stored, ttl, err = c.l2.GetWithTTLUpTo(ctx, c.fullKey(key), c.maxEntry)
 		} else {
-			stored, err = c.l2.Get(ctx, c.fullKey(key))
+			stored, err = c.l2.GetUpTo(ctx, c.fullKey(key), c.maxEntry)
 		}
 		return err
 	})

@@ -92,3 +92,32 @@ func namesLimit(t *testing.T, what string, err error) {
 		t.Errorf("%s: %q, want the error to name MaxValueBytes (1048576 bytes)", what, msg)
 	}
 }
+
+// TestHugeEntryReadIsBounded: a hostile 32 MiB value in Redis, read by a
+// Client whose MaxValueBytes is 1 MiB, is refused (naming MaxValueBytes)
+// after reading at most the largest entry that limit allows plus a byte
+// (GETRANGE), not the whole value: with L1 on (GETRANGE and PTTL) and off.
+func TestHugeEntryReadIsBounded(t *testing.T) {
+	// Not parallel: reads the process's allocation counter.
+	_, rdb := withRedis(t)
+	if err := rdb.Set(bg, "huge", make([]byte, 32<<20), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, l1 := range map[string]int64{"l1-on": 1 << 20, "l1-off": 0} {
+		c := newClient(t, Options{Redis: rdb, L1MaxBytes: l1, MaxValueBytes: 1 << 20})
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := c.GetBytes(bg, "huge")
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, protocol.ErrTooLarge) {
+			t.Fatalf("%s: a 32 MiB value with MaxValueBytes 1 MiB = %v, want ErrTooLarge", name, err)
+		}
+		namesLimit(t, name, err)
+		grew := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: refusing a 32 MiB value allocated %d bytes", name, grew)
+		if grew > 4<<20 {
+			t.Errorf("%s: the refused read allocated %d bytes, want at most about the 1 MiB limit", name, grew)
+		}
+	}
+}
