@@ -48,7 +48,7 @@ func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bo
 	s := getScratch()
 	defer putScratch(s)
 	// The remaining TTL bounds an L1 backfill: without L1 (and unless the
-	// caller wants it) a plain GET saves Redis a PTTL per read.
+	// caller wants it) a plain GETRANGE saves Redis a PTTL per read.
 	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil)
 	size := len(payload)
 	if err != nil {
@@ -72,7 +72,7 @@ func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bo
 // (which lives in s and is valid until s is returned to the pool), the tier
 // that answered (on a miss or a Redis failure, the last tier asked) and,
 // for an entry read from L2, its remaining TTL there (0
-// for an L1 hit, no expiry, or when withTTL is false and only GET was
+// for an L1 hit, no expiry, or when withTTL is false and only GETRANGE was
 // sent). Reliability wraps the L2 round trip only; decrypt and decode run
 // outside it.
 func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool) ([]byte, Tier, time.Duration, error) {
