@@ -126,10 +126,10 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 		}
 		body = s.value
 	}
-	if len(body) > c.maxValue {
-		return nil, c.overLimit()
-	}
 	if err := protocol.CheckMsgpack(body, c.limits); err != nil {
+		if len(body) > c.maxValue { // the limit that refused it is MaxValueBytes
+			return nil, c.overLimit()
+		}
 		return nil, err
 	}
 	return body, nil
