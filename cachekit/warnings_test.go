@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
@@ -125,4 +127,20 @@ func TestWarningsCarryNoErrorText(t *testing.T) {
 		}
 		checkWarning(t, c, logs.String(), "GetOrLoad could not store", "key_provider")
 	})
+}
+
+// TestInjectedClientWithoutContextTimeoutWarned: New warns when an injected
+// go-redis client ignores ctx deadlines, and not when it honours them.
+func TestInjectedClientWithoutContextTimeoutWarned(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for _, enabled := range []bool{false, true} {
+		var logs capture
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: enabled})
+		t.Cleanup(func() { _ = rdb.Close() })
+		newClient(t, Options{Redis: rdb, Logger: logs.logger()})
+		if warned := strings.Contains(logs.String(), "ContextTimeoutEnabled off"); warned == enabled {
+			t.Errorf("ContextTimeoutEnabled %v: warned %v", enabled, warned)
+		}
+	}
 }
