@@ -69,8 +69,11 @@ type Reliability struct {
 	// pool-wait timeout, and with the allowance for MaxValueBytes as its
 	// read and write timeouts (a backstop: the ctx deadline ends a call
 	// sooner). With Options.Reliability nil, each call is one attempt
-	// bounded by this default and a write's allowance. A call the Client's
-	// bounds ended returns a *BackendError wrapping ErrTimeout. Default: 200ms.
+	// bounded by this default and a write's allowance; to read values of
+	// several MiB on a slow link or a loaded machine, set Reliability with
+	// a larger AttemptTimeout and OperationTimeout (MaxAttempts 1 and
+	// DisableBreaker keep it a single attempt). A call the Client's bounds
+	// ended returns a *BackendError wrapping ErrTimeout. Default: 200ms.
 	AttemptTimeout time.Duration
 
 	// BreakerThreshold is the number of consecutive transient failures that
