@@ -51,6 +51,7 @@ func boundedOps(c *Client) []struct {
 // never context.DeadlineExceeded (that one is the caller's).
 func TestMinimalHungRedisBoundedByAttemptTimeout(t *testing.T) {
 	// Not parallel: bounds calls in wall time.
+	defaultBareBound(t)
 	srv := redistest.Start(t)
 	opts := Minimal()
 	opts.RedisURL = srv.URL()
@@ -86,6 +87,7 @@ func TestMinimalHungRedisBoundedByAttemptTimeout(t *testing.T) {
 // (16 MiB/s) on top, and then it ends with ErrTimeout.
 func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 	// Not parallel: bounds a call in wall time.
+	defaultBareBound(t)
 	srv := redistest.Start(t)
 	opts := Minimal()
 	opts.RedisURL = srv.URL()
@@ -107,8 +109,10 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 		t.Fatalf("large Set: %v, want ErrTimeout", err)
 	}
 	// The upper slack covers encoding and copying 8 MiB before the write
-	// starts (about 300 ms under the race detector on the 2-core machine).
-	if d < allow-50*time.Millisecond || d > allow+500*time.Millisecond {
+	// starts: about 300 ms under the race detector on the 2-core machine,
+	// 800 ms when other tests loaded it (go-redis's own write timeout,
+	// which bounded it before issue 31, was 4.2 s).
+	if d < allow-50*time.Millisecond || d > allow+1500*time.Millisecond {
 		t.Fatalf("large Set took %v, want about %v (AttemptTimeout + transfer allowance)", d, allow)
 	}
 }
@@ -121,6 +125,7 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 // error.type says the same.
 func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 	// Not parallel: pauses servers and bounds calls.
+	defaultBareBound(t)
 	secure, err := Secure("42424242424242424242424242424242424242424242424242424242424242ab")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/l2"
@@ -31,11 +32,22 @@ func (timeoutError) Error() string {
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
+// bareTimeout, when positive, replaces the default AttemptTimeout as the
+// bound of a call without the reliability stack. Only tests set it: the
+// package's TestMain widens it so that a slow reply on a loaded test
+// machine is not read as a timeout by tests of other behaviour, and the
+// tests of the bound itself restore the default.
+var bareTimeout atomic.Int64
+
 // bare runs fn, an L2 call named op that sends n bytes, without the
 // reliability stack: one attempt bounded by the default AttemptTimeout
 // plus transferTime(n), and by the caller's deadline.
 func bare(ctx context.Context, op string, n int, fn func(context.Context) error) error {
-	deadline := time.Now().Add(defaultAttemptTimeout + transferTime(n))
+	limit := defaultAttemptTimeout
+	if d := time.Duration(bareTimeout.Load()); d > 0 {
+		limit = d
+	}
+	deadline := time.Now().Add(limit + transferTime(n))
 	actx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	return settle(ctx, op, fn(actx))
