@@ -2,8 +2,9 @@
 # The benchmark step of CI (.ci/run calls it: `bash bench/ci.sh`). Three
 # gates, none of which reads a clock:
 #   1. allocation budgets (TestAlloc*), deterministic;
-#   2. bench-ir --compare: callgrind instructions per op on the
-#      allocation-free hot paths against bench/ir-baseline.json;
+#   2. bench-ir --compare: callgrind instructions per op on the hot
+#      paths (allocation-free but for the struct L1 hit's decoded value)
+#      against bench/ir-baseline.json;
 #   3. a short -count 5 run of the L1 / encryption workloads, printed by
 #      benchstat against bench/baseline.txt for the log, failing only when
 #      allocs/op or B/op grew (cmd/allocgate); time columns never fail it.

@@ -63,11 +63,11 @@ func TestTouchShortensL1(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.DeleteLocal("k")
-	h := redistest.NewHold("get", "k")
+	h := redistest.NewHold("getrange", "k")
 	rdb.AddHook(h)
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = Get[string](bg, c, "k") }()
-	<-h.Held() // the read holds GET+PTTL's answer: an hour
+	<-h.Held() // the read holds GETRANGE+PTTL's answer: an hour
 	if err := c.Touch(bg, "k", 2*time.Second); err != nil {
 		t.Fatal(err)
 	}

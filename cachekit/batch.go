@@ -11,7 +11,10 @@ import (
 )
 
 // MGet returns the values cached under keys, decoded as T, in a map keyed
-// by the caller's keys; missing keys are absent. L1 is consulted first and
+// by the caller's keys; missing keys are absent. Under Reliability.FailOpen,
+// when Redis fails (for every key, or on a cluster for some slots' keys),
+// MGet returns the values it did read and an error matching *MissError
+// (and ErrNotFound) for the rest, as Get does. L1 is consulted first and
 // all L1 misses are fetched from Redis in one round trip (one pipeline: an
 // MGET with an EXISTS of the same keys, or a PTTL per key with L1 on; per
 // slot on a cluster). A second round trip is sent only when some keys hold
@@ -33,7 +36,7 @@ func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T,
 	out := make(map[string]T, len(keys))
 	r := result{tier: tierL1}
 	l1Hits := 0
-	degraded, err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
+	absorbed, err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
 		var v T
 		if err := c.decode(payload, &v); err != nil {
 			return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
@@ -52,9 +55,12 @@ func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T,
 		}
 	}
 	switch {
-	case err != nil:
-	case degraded:
+	case absorbed != nil:
+		// FailOpen: the values read are returned, and the error tells an
+		// outage from misses (it matches *MissError and ErrNotFound).
 		r.out = outDegraded
+		err = errors.Join(err, &MissError{Err: absorbed})
+	case err != nil:
 	case len(out) == 0 && len(keys) > 0:
 		r.out = outMiss
 	}
@@ -63,14 +69,16 @@ func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T,
 
 // mget resolves keys and calls found for each opened entry. It reads
 // through the same fromL1/fromL2 steps as Get, so an MGet backfill is
-// bounded by each entry's remaining TTL in Redis, like a Get's. degraded
-// reports that FailOpen turned a Redis failure into misses.
-func (c *Client) mget(ctx context.Context, keys []string, found func(key string, payload []byte, tier Tier) error) (degraded bool, err error) {
+// bounded by each entry's remaining TTL in Redis, like a Get's. absorbed
+// is the Redis failure FailOpen turned into misses (nil when none): every
+// key Redis did not answer for (all of them, or a cluster's failed slots)
+// is then left out, and the values read are still found.
+func (c *Client) mget(ctx context.Context, keys []string, found func(key string, payload []byte, tier Tier) error) (absorbed, err error) {
 	if c.closed.Load() {
-		return false, ErrClosed
+		return nil, ErrClosed
 	}
 	if slices.Contains(keys, "") {
-		return false, errEmptyKey
+		return nil, errEmptyKey
 	}
 	s := getScratch()
 	defer putScratch(s)
@@ -80,7 +88,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		if c.l1 != nil {
 			payload, hit, err := c.fromL1(ctx, s, key)
 			if err != nil {
-				return false, err
+				return nil, err
 			}
 			if hit {
 				if err := found(key, payload, TierL1); err != nil {
@@ -93,7 +101,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	}
 	if len(misses) == 0 || c.l2 == nil {
 		c.stats.l2Misses.Add(uint64(len(misses) * boolInt(c.l2 != nil)))
-		return false, errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	full := make([]string, len(misses))
 	tickets := make([]ticket, len(misses))
@@ -123,25 +131,36 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		}
 		err = nil
 	}
+	var unread map[int]bool // keys of a cluster's failed slots
 	if err != nil {
 		c.stats.l2Errors.Add(1)
-		if c.degradable(ctx, err) {
-			// FailOpen: the L2 part of the batch is a miss.
-			c.stats.degraded.Add(1)
-			c.warn("redis read failed; MGet degraded to misses", "", err)
-			return true, errors.Join(errs...)
+		if !c.degradable(ctx, err) {
+			return nil, err
 		}
-		return false, err
+		// FailOpen: what Redis did not answer for is a miss.
+		c.stats.degraded.Add(1)
+		c.warn("redis read failed; MGet degraded to misses", "", err)
+		absorbed = err
+		var pe *l2.PartialError
+		if !errors.As(err, &pe) || vals == nil {
+			return absorbed, errors.Join(errs...)
+		}
+		unread = make(map[int]bool, len(pe.Index))
+		for _, i := range pe.Index {
+			unread[i] = true
+		}
 	}
 	for i, stored := range vals {
 		key := misses[i]
 		if stored == nil {
-			c.stats.l2Misses.Add(1)
+			if !unread[i] {
+				c.stats.l2Misses.Add(1)
+			}
 			continue
 		}
 		payload, err := c.fromL2(ctx, s, key, stored, ttls[i], tickets[i])
 		if errors.Is(err, ErrClosed) {
-			return false, err
+			return nil, err
 		}
 		if err == nil {
 			err = found(key, payload, TierL2)
@@ -150,7 +169,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 			errs = append(errs, err)
 		}
 	}
-	return false, errors.Join(errs...)
+	return absorbed, errors.Join(errs...)
 }
 
 func boolInt(b bool) int {

@@ -21,7 +21,7 @@ func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key strin
 	ctx, oc := c.begin(ctx, op, key)
 	s := getScratch()
 	// The remaining TTL is needed only to bound an L1 backfill: without L1
-	// a plain GET saves Redis a PTTL per read.
+	// a plain GETRANGE saves Redis a PTTL per read.
 	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil, nil)
 	if err == nil {
 		var raw []byte

@@ -142,7 +142,7 @@ func TestCoherenceBackfillSet(t *testing.T) {
 	t.Parallel()
 	for _, op := range []string{"set", "delete"} {
 		t.Run(op, func(t *testing.T) {
-			c, h, raw := heldClient(t, "get", "k", Options{})
+			c, h, raw := heldClient(t, "getrange", "k", Options{})
 			writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")}) // no L1
 			if err := writer.Set(bg, "k", "old"); err != nil {
 				t.Fatal(err)

@@ -37,9 +37,18 @@
 //     Redis it is an *EntryError wrapping ErrAuthFailed or a *FormatError.
 //   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
 //     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
-//   - Logs and errors never contain key material, values or raw cache keys;
-//     keys appear only as Client.KeyDigest, a keyed digest (derived from a static master key, else
-//     random per Client).
+//   - Logs never contain key material, values, raw cache keys or the text
+//     of any error (a loader's, a KeyProvider's or a marshaller's error may
+//     hold a key): a warning names the error by its class and Go type. The
+//     Client's own errors never contain key material, values or raw cache
+//     keys (a loader's error is returned as the loader made it). Keys
+//     appear only as Client.KeyDigest, a keyed digest (derived from a
+//     static master key, else random per Client).
+//   - Every Redis call carries a deadline (AttemptTimeout, 200 ms by
+//     default, also with Options.Reliability nil; a write gets its transfer
+//     allowance on top). A call the caller's ctx ended returns an error
+//     matching context.Canceled or context.DeadlineExceeded; one the
+//     Client's own bound ended, a *BackendError wrapping ErrTimeout.
 //
 // # Threat model
 //

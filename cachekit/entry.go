@@ -8,6 +8,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
@@ -100,7 +101,7 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 	// allows LZ4's worst-case growth, the envelope and the AEAD overhead)
 	// is refused before it is decrypted into a buffer of its size.
 	if len(stored) > c.maxEntry {
-		return nil, &FormatError{Op: "entry", Reason: "larger than MaxValueBytes allows", Err: protocol.ErrTooLarge}
+		return nil, c.overLimit()
 	}
 	body := stored
 	if c.enc != nil {
@@ -121,14 +122,40 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 	if c.compressed {
 		var err error
 		if s.value, err = protocol.OpenEnvelopeMax(s.value[:0], body, c.maxValue); err != nil {
-			return nil, err
+			return nil, c.envelopeSizeErr(err, body)
 		}
 		body = s.value
 	}
 	if err := protocol.CheckMsgpack(body, c.limits); err != nil {
+		if len(body) > c.maxValue { // the limit that refused it is MaxValueBytes
+			return nil, c.overLimit()
+		}
 		return nil, err
 	}
 	return body, nil
+}
+
+// overLimit is the error of an entry refused for its size: the limit that
+// refused it is MaxValueBytes (at most the protocol's 512 MiB), and the
+// error names it with its value.
+func (c *Client) overLimit() error {
+	return &FormatError{Op: "entry", Reason: "larger than MaxValueBytes (" + strconv.Itoa(c.maxValue) + " bytes) allows",
+		Err: protocol.ErrTooLarge}
+}
+
+// envelopeSizeErr is what open returns for env's envelope error err: the
+// MaxValueBytes error when the envelope is sound but claims more than
+// MaxValueBytes (the limit OpenEnvelopeMax ran with, whose own text names
+// the protocol's 512 MiB), err itself otherwise (malformed, or over the
+// protocol's own limits).
+func (c *Client) envelopeSizeErr(err error, env []byte) error {
+	if !errors.Is(err, protocol.ErrTooLarge) {
+		return err
+	}
+	if e, perr := protocol.ParseEnvelope(env); perr == nil && e.OriginalSize > uint64(c.maxValue) {
+		return c.overLimit()
+	}
+	return err
 }
 
 // appendAAD builds the AAD v0x03 for key into s.aad: tenant, the full Redis

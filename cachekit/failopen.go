@@ -38,10 +38,12 @@ func (c *Client) writeFailed(ctx context.Context, key string, err error) (result
 }
 
 // degradable reports whether a failed L2 call may be degraded under
-// FailOpen: a backend failure (not the caller's own cancellation, not a
-// closed client).
+// FailOpen: a backend failure (not the caller's own cancellation or
+// deadline, even one that passed a timer tick before ctx.Err says so; not
+// a closed client).
 func (c *Client) degradable(ctx context.Context, err error) bool {
-	if c.rel == nil || !c.rel.cfg.FailOpen || ctx.Err() != nil {
+	if c.rel == nil || !c.rel.cfg.FailOpen || ctx.Err() != nil || callerExpired(ctx) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	var be *BackendError

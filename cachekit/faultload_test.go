@@ -109,11 +109,10 @@ func (l *faultLoad) work() {
 			op = "mget"
 			keys := []string{key, l.keyf(rand.N(faultKeys))}
 			var m map[string]string
-			if m, err = MGet[string](ctx, l.c, keys); err == nil {
-				for _, k := range keys {
-					if v, ok := m[k]; ok {
-						got = append(got, k, v)
-					}
+			m, err = MGet[string](ctx, l.c, keys) // under FailOpen, values beside a *MissError
+			for _, k := range keys {
+				if v, ok := m[k]; ok {
+					got = append(got, k, v)
 				}
 			}
 		case n < 8:
@@ -180,6 +179,8 @@ func errKind(err error) string {
 		return "overloaded"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
 	default:
 		var be *BackendError
 		if errors.As(err, &be) {

@@ -48,7 +48,7 @@ func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bo
 	s := getScratch()
 	defer putScratch(s)
 	// The remaining TTL bounds an L1 backfill: without L1 (and unless the
-	// caller wants it) a plain GET saves Redis a PTTL per read.
+	// caller wants it) a plain GETRANGE saves Redis a PTTL per read.
 	payload, tier, left, err := c.loadTTL(ctx, s, key, wantTTL || c.l1 != nil, nil)
 	size := len(payload)
 	if err != nil {
@@ -72,11 +72,11 @@ func (c *Client) getPayload(ctx context.Context, key string, dst any, wantTTL bo
 // (which lives in s and is valid until s is returned to the pool), the tier
 // that answered (on a miss or a Redis failure, the last tier asked) and,
 // for an entry read from L2, its remaining TTL there (0
-// for an L1 hit, no expiry, or when withTTL is false and only GET was
+// for an L1 hit, no expiry, or when withTTL is false and only GETRANGE was
 // sent). With served non-nil, an entry read from L2 is also left there
 // (Redis's bytes, never written to: SWR's refresh compares against them).
-// Reliability wraps the L2 round trip only; decrypt and
-// decode run outside it.
+// Reliability wraps the L2 round trip only; decrypt and decode run outside
+// it.
 func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bool, served *[]byte) ([]byte, Tier, time.Duration, error) {
 	if c.closed.Load() {
 		return nil, "", 0, ErrClosed
@@ -99,9 +99,9 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
 		var err error
 		if withTTL {
-			stored, ttl, err = c.l2.GetWithTTL(ctx, c.fullKey(key))
+			stored, ttl, err = c.l2.GetWithTTLUpTo(ctx, c.fullKey(key), c.maxEntry)
 		} else {
-			stored, err = c.l2.Get(ctx, c.fullKey(key))
+			stored, err = c.l2.GetUpTo(ctx, c.fullKey(key), c.maxEntry)
 		}
 		return err
 	})

@@ -130,7 +130,7 @@ func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
 			t.Fatalf("get: %q %v", v, err)
 		}
 		got := strings.Join(rec.take(), ",")
-		want := map[bool]string{false: "get", true: "get,pttl"}[withL1]
+		want := map[bool]string{false: "getrange", true: "getrange,pttl"}[withL1]
 		if got != want {
 			t.Errorf("L1 %v: sent %q, want %q", withL1, got, want)
 		}

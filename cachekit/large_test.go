@@ -34,7 +34,11 @@ func largeValue(n int) []byte {
 func TestLargePathBoundedPieces(t *testing.T) {
 	// Not parallel: chunked.Observe sees every large operation in the process.
 	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 64 << 20, Encryption: encConfig("")})
+	// A read gets no transfer allowance: raise AttemptTimeout (one attempt,
+	// no breaker) so a 4 MiB read under -race on a busy machine is not cut
+	// at the default 200 ms; this test counts pieces, not time.
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 64 << 20, Encryption: encConfig(""),
+		Reliability: &Reliability{AttemptTimeout: 5 * time.Second, OperationTimeout: 5 * time.Second, MaxAttempts: 1, DisableBreaker: true}})
 	const size = 4 << 20
 	v := largeValue(size)
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 // the log.
 const warnInterval = 10 * time.Second
 
-// warn logs a rate-limited warning. It names the key only by digest and the
-// error only by its message, which by construction holds no key material,
-// plaintext or raw key. An empty key logs no digest (a warning about no
-// particular key).
+// warn logs a rate-limited warning. It names the key only by digest and
+// the error only by what it is, never by its text, which a loader, a
+// KeyProvider or a value's own marshaller may have built from a key or a
+// secret: the error's class (as the metrics' error.type), its Go type and
+// the Go type of its innermost cause. An empty key logs no digest (a
+// warning about no particular key).
 func (c *Client) warn(msg, key string, err error) {
 	now := c.now().UnixNano()
 	last := c.lastWarn.Load()
@@ -33,12 +36,44 @@ func (c *Client) warn(msg, key string, err error) {
 	if !c.lastWarn.CompareAndSwap(last, now) {
 		return
 	}
-	if key == "" {
-		c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg, slog.String("error", err.Error()))
-		return
+	attrs := make([]slog.Attr, 0, 4)
+	if key != "" {
+		attrs = append(attrs, slog.String("key_digest", c.keyDigest(key)))
 	}
-	c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg,
-		slog.String("key_digest", c.keyDigest(key)), slog.String("error", err.Error()))
+	attrs = append(attrs, errorAttrs(err)...)
+	c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg, attrs...)
+}
+
+// errorAttrs describes err for a log line without any of its text: its
+// class, its Go type and the Go type of the cause at the end of its
+// Unwrap chain (the first branch of a joined error), with timeout=true for
+// a timeout.
+func errorAttrs(err error) []slog.Attr {
+	root := err
+	for {
+		var next error
+		switch u := root.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if es := u.Unwrap(); len(es) > 0 {
+				next = es[0]
+			}
+		}
+		if next == nil {
+			break
+		}
+		root = next
+	}
+	attrs := []slog.Attr{
+		slog.String("error.type", classNames[classify(err)]),
+		slog.String("error.go_type", fmt.Sprintf("%T", err)),
+		slog.String("error.cause_go_type", fmt.Sprintf("%T", root)),
+	}
+	if isTimeout(err) {
+		attrs = append(attrs, slog.Bool("timeout", true))
+	}
+	return attrs
 }
 
 // keyDigest is what logs and errors show instead of a cache key.

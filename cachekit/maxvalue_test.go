@@ -3,6 +3,7 @@ package cachekit
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ func TestMaxValueBytes(t *testing.T) {
 	if !errors.Is(err, protocol.ErrTooLarge) {
 		t.Fatalf("reading an 8 MiB entry with MaxValueBytes 1 MiB = %v, want ErrTooLarge", err)
 	}
+	namesLimit(t, "an envelope over the limit", err)
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Fatalf("the refused read allocated %d bytes", grew)
 	}
@@ -57,6 +59,18 @@ func TestMaxValueBytes(t *testing.T) {
 	if !errors.Is(err, protocol.ErrTooLarge) {
 		t.Fatalf("a 4 MiB encrypted entry with MaxValueBytes 1 MiB = %v, want ErrTooLarge", err)
 	}
+	namesLimit(t, "an encrypted entry over the limit", err)
+	// Uncompressed: the msgpack value itself is over the limit.
+	plainBig := newClient(t, Options{Redis: rdb, DisableCompression: true})
+	if err := plainBig.Set(bg, "plain", make([]byte, 1<<20+1000)); err != nil {
+		t.Fatal(err)
+	}
+	plainSmall := newClient(t, Options{Redis: rdb, DisableCompression: true, MaxValueBytes: 1 << 20})
+	_, err = plainSmall.GetBytes(bg, "plain")
+	if !errors.Is(err, protocol.ErrTooLarge) {
+		t.Fatalf("an uncompressed value over MaxValueBytes = %v, want ErrTooLarge", err)
+	}
+	namesLimit(t, "an uncompressed value over the limit", err)
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20+1<<20 {
 		t.Fatalf("the refused encrypted read allocated %d bytes beyond the reply", grew)
 	}
@@ -67,5 +81,43 @@ func TestMaxValueBytes(t *testing.T) {
 	}
 	if _, err := New(Options{L1MaxBytes: 1, MaxValueBytes: 600 << 20}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("MaxValueBytes above 512 MiB: %v, want ErrConfig", err)
+	}
+}
+
+// namesLimit fails t unless err, a size refusal, names MaxValueBytes and
+// its value (1 MiB), not the protocol's 512 MiB.
+func namesLimit(t *testing.T, what string, err error) {
+	t.Helper()
+	if msg := err.Error(); !strings.Contains(msg, "MaxValueBytes (1048576 bytes)") || strings.Contains(msg, "512") {
+		t.Errorf("%s: %q, want the error to name MaxValueBytes (1048576 bytes)", what, msg)
+	}
+}
+
+// TestHugeEntryReadIsBounded: a hostile 32 MiB value in Redis, read by a
+// Client whose MaxValueBytes is 1 MiB, is refused (naming MaxValueBytes)
+// after reading at most the largest entry that limit allows plus a byte
+// (GETRANGE), not the whole value: with L1 on (GETRANGE and PTTL) and off.
+func TestHugeEntryReadIsBounded(t *testing.T) {
+	// Not parallel: reads the process's allocation counter.
+	_, rdb := withRedis(t)
+	if err := rdb.Set(bg, "huge", make([]byte, 32<<20), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, l1 := range map[string]int64{"l1-on": 1 << 20, "l1-off": 0} {
+		c := newClient(t, Options{Redis: rdb, L1MaxBytes: l1, MaxValueBytes: 1 << 20})
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := c.GetBytes(bg, "huge")
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, protocol.ErrTooLarge) {
+			t.Fatalf("%s: a 32 MiB value with MaxValueBytes 1 MiB = %v, want ErrTooLarge", name, err)
+		}
+		namesLimit(t, name, err)
+		grew := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: refusing a 32 MiB value allocated %d bytes", name, grew)
+		if grew > 4<<20 {
+			t.Errorf("%s: the refused read allocated %d bytes, want at most about the 1 MiB limit", name, grew)
+		}
 	}
 }

@@ -140,7 +140,8 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 }
 
 // onlyEntryErrors reports whether err is made only of *EntryError values
-// (entries that failed to open or decode), which MGetOrLoad loads afresh.
+// (entries that failed to open or decode) and FailOpen's *MissError (keys
+// Redis did not answer for), all of which MGetOrLoad loads afresh.
 func onlyEntryErrors(err error) bool {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
@@ -151,7 +152,8 @@ func onlyEntryErrors(err error) bool {
 		return true
 	}
 	var ee *EntryError
-	return errors.As(err, &ee)
+	var me *MissError
+	return errors.As(err, &ee) || errors.As(err, &me)
 }
 
 // claim makes this caller the loader of every key in keys that no flight

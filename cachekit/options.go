@@ -150,9 +150,16 @@ type Options struct {
 	// directions: Set, MSet and a load's store refuse a larger value with an
 	// error matching ErrValueTooLarge before compressing, encrypting or
 	// sending anything; a read refuses an entry that claims to be larger
-	// before allocating for it (one hostile entry cannot make every Get
-	// allocate hundreds of MiB). At most 512 MiB, the protocol's limit.
-	// Default: 0, which New treats as 64 MiB.
+	// before allocating for it, with a *FormatError that names
+	// MaxValueBytes and matches protocol.ErrTooLarge. A Get (GetWithTTL,
+	// GetBytes, AppendValue, GetOrLoad's read) asks Redis for at most the
+	// largest entry such a value can make plus one byte (GETRANGE; about
+	// MaxValueBytes + MaxValueBytes/255 + 284 bytes), so one hostile entry
+	// cannot make every Get read hundreds of MiB; an MGet (MGET, or a
+	// script per slot on a cluster) reads each value whole before refusing
+	// it, so a hostile value costs its size in memory once per MGet that
+	// names it. At most 512 MiB, the protocol's limit. Default: 0, which New
+	// treats as 64 MiB.
 	MaxValueBytes int
 
 	// LargeValueConcurrency bounds how many large values (LargeValueBytes

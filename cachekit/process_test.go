@@ -21,13 +21,6 @@ import (
 // "<mode> <redis addr> <key>".
 const childEnv = "CACHEKIT_LEASE_CHILD"
 
-func TestMain(m *testing.M) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(leaseChild(strings.Fields(spec)))
-	}
-	os.Exit(m.Run())
-}
-
 // childLoad is how long a fleet child's loader works.
 const childLoad = 300 * time.Millisecond
 

@@ -30,7 +30,9 @@ type Reliability struct {
 	// FailOpen degrades Redis failures instead of returning them: a failed
 	// Get, GetBytes, AppendValue or GetOrLoad read is a *MissError (it
 	// matches both ErrNotFound and *BackendError, and GetOrLoad loads); MGet
-	// leaves the keys it could not read out of its result; a failed write
+	// returns the values it did read (L1's; on a cluster, also those of the
+	// nodes that answered) and a *MissError for the rest, and MGetOrLoad
+	// loads the rest; a failed write
 	// (Set, MSet, a load's store) is absorbed with a rate-limited warning
 	// (the value is then in neither tier). Delete, Exists and TTL still
 	// return their error. Default: false (fail closed: the *BackendError is returned);
@@ -57,12 +59,21 @@ type Reliability struct {
 	OperationTimeout time.Duration
 
 	// AttemptTimeout bounds each attempt (dial, send, reply), within what is
-	// left of OperationTimeout. A write of n bytes (Set, MSet) gets n at
-	// 16 MiB/s on top of both (4 s for 64 MiB). The go-redis client New
-	// opens from Options.RedisURL uses it as its dial timeout, and with the
-	// allowance for MaxValueBytes as its read and write timeouts. Reads get
-	// no allowance: raise both for large values read over slow links
-	// (64 MiB needs about half a second on a 1 Gbit/s link). Default: 200ms.
+	// left of OperationTimeout: every Redis call carries a ctx deadline, so
+	// a call returns within it even when Redis hangs. A write of n bytes
+	// (Set, MSet) gets n at 16 MiB/s on top of both (4 s for 64 MiB). Reads
+	// get no allowance: a value must arrive within AttemptTimeout, so raise
+	// it (and OperationTimeout) for large values read over slow links
+	// (64 MiB needs about half a second on a 1 Gbit/s link). The go-redis
+	// client New opens from Options.RedisURL uses it as its dial and
+	// pool-wait timeout, and with the allowance for MaxValueBytes as its
+	// read and write timeouts (a backstop: the ctx deadline ends a call
+	// sooner). With Options.Reliability nil, each call is one attempt
+	// bounded by this default and a write's allowance; to read values of
+	// several MiB on a slow link or a loaded machine, set Reliability with
+	// a larger AttemptTimeout and OperationTimeout (MaxAttempts 1 and
+	// DisableBreaker keep it a single attempt). A call the Client's bounds
+	// ended returns a *BackendError wrapping ErrTimeout. Default: 200ms.
 	AttemptTimeout time.Duration
 
 	// BreakerThreshold is the number of consecutive transient failures that
@@ -152,8 +163,9 @@ func (r Reliability) withDefaults() Reliability {
 	return r
 }
 
-// guard runs L2 calls under the reliability stack. A nil *guard runs them
-// directly (reliability off: the first error propagates).
+// guard runs L2 calls under the reliability stack. A nil *guard runs each
+// once, bounded by the default AttemptTimeout and a write's transfer
+// allowance (reliability off: the first error propagates).
 type guard struct {
 	cfg     Reliability
 	br      *breaker // nil when disabled
@@ -194,8 +206,12 @@ func newGuard(r *Reliability, now func() time.Time) *guard {
 
 // do runs fn, an L2 call named op, with backpressure, the breaker and
 // retries, all within OperationTimeout (or ctx's deadline, if sooner).
-// fn's error is returned as is (after the last attempt); refusals are
-// *BackendError values with ErrCircuitOpen or ErrOverloaded inside.
+// fn's error is returned as is (after the last attempt), except that a
+// timeout says whose deadline ended it (see settle: context.Canceled or
+// context.DeadlineExceeded for the caller's ctx, ErrTimeout for the
+// Client's bounds); refusals are *BackendError values with ErrCircuitOpen
+// or ErrOverloaded inside. A nil *guard runs fn once, bounded by the
+// default AttemptTimeout (see bare).
 func (g *guard) do(ctx context.Context, op string, fn func(context.Context) error) error {
 	return g.doSized(ctx, op, 0, fn)
 }
@@ -224,7 +240,7 @@ func (g *guard) refuse(ctx context.Context) {
 // deadlines sized for small values. The caller's deadline still applies.
 func (g *guard) doSized(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	if g == nil {
-		return fn(ctx)
+		return bare(ctx, op, n, fn)
 	}
 	extra := transferTime(n)
 	deadline := time.Now().Add(g.cfg.OperationTimeout + extra)
@@ -273,11 +289,11 @@ func (g *guard) doSized(ctx context.Context, op string, n int, fn func(context.C
 			}
 		}
 		if !transient || attempt >= g.cfg.MaxAttempts || gaveUp() {
-			return err
+			return settle(ctx, op, err)
 		}
 		wait := delay/2 + rand.N(delay/2+1)
 		if time.Until(deadline) <= wait || !ctxwait.Sleep(ctx, wait) {
-			return err
+			return settle(ctx, op, err)
 		}
 		delay = min(delay*2, g.cfg.RetryMaxDelay)
 		g.retries.Add(1)

@@ -211,8 +211,8 @@ func TestGuardOneBudget(t *testing.T) {
 	start := time.Now()
 	err := g.do(bg, "get", hang)
 	took := time.Since(start)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v", err)
+	if !errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrTimeout (the guard's budget, not the caller's deadline)", err)
 	}
 	if took < 70*time.Millisecond || took > 150*time.Millisecond {
 		t.Fatalf("operation took %v, want within OperationTimeout (100ms), no retry started past it", took)
@@ -223,9 +223,12 @@ func TestGuardOneBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	_ = g.do(ctx, "get", hang)
+	err = g.do(ctx, "get", hang)
 	if took := time.Since(start); took > 60*time.Millisecond {
 		t.Fatalf("a 20ms caller deadline: operation took %v", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a 20ms caller deadline: err = %v, want context.DeadlineExceeded", err)
 	}
 }
 

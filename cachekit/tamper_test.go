@@ -39,7 +39,14 @@ func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 		if err := rdb.Set(bg, "victim", orig[:n], time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Get(bg, "victim", new(profile)); err == nil || errors.Is(err, ErrNotFound) {
+		err := c.Get(bg, "victim", new(profile))
+		if n == 0 && errors.Is(err, ErrNotFound) {
+			// Without L1 a read is GETRANGE alone, which answers a missing
+			// key and an empty value alike: emptying an entry does what a
+			// DEL does, nothing more.
+			continue
+		}
+		if err == nil || errors.Is(err, ErrNotFound) {
 			t.Fatalf("truncated to %d bytes: err = %v, want a typed failure", n, err)
 		}
 	}
@@ -137,6 +144,9 @@ func TestMalformedPlainEntries(t *testing.T) {
 		var v any
 		err := c.Get(bg, name, &v)
 		var fe *protocol.FormatError
+		if name == "empty" && errors.Is(err, ErrNotFound) && v == nil {
+			continue // without L1, GETRANGE reads an empty value as a missing key (as a DEL would leave it)
+		}
 		if !errors.As(err, &fe) || v != nil {
 			t.Errorf("%s: err = %v, value %v; want a *FormatError and no value", name, err, v)
 		}

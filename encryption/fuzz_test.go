@@ -132,3 +132,47 @@ func FuzzParseMasterKeyHex(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMasterKeyListHex feeds arbitrary CACHEKIT_PREVIOUS_MASTER_KEYS
+// values to ParseMasterKeyListHex. It must never panic; on success it
+// returns one valid 32-byte key per comma-separated entry (none for a
+// blank list); on failure the error matches ErrInvalidConfig and repeats
+// no entry of the list (it names the entry by position only).
+func FuzzParseMasterKeyListHex(f *testing.F) {
+	var ef encryptionFile
+	vectors.Decode(f, "encryption.json", &ef)
+	if ef.MasterKeyHex == "" {
+		f.Fatal("no fuzz seed: encryption.json has no master key")
+	}
+	k := ef.MasterKeyHex
+	for _, s := range []string{k, k + "," + k, " " + k + " , " + strings.ToUpper(k), "", " ,", k + ",",
+		k[:63], k + "0", strings.Repeat("0", 64), strings.Repeat("zz", 32), k + "," + k[:10] + "secret"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		keys, err := ParseMasterKeyListHex(list)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not match ErrInvalidConfig", err)
+			}
+			for _, part := range strings.Split(list, ",") {
+				if p := strings.TrimSpace(part); len(p) >= 8 && strings.Contains(err.Error(), p) {
+					t.Fatalf("the error repeats an entry of the list: %q", err.Error())
+				}
+			}
+			return
+		}
+		want := 0
+		if strings.TrimSpace(list) != "" {
+			want = len(strings.Split(list, ","))
+		}
+		if len(keys) != want {
+			t.Fatalf("%d keys from %d entries", len(keys), want)
+		}
+		for _, key := range keys {
+			if len(key) != KeySize || bytes.Equal(key, make([]byte, KeySize)) {
+				t.Fatalf("accepted a key of %d bytes (or all zero)", len(key))
+			}
+		}
+	})
+}

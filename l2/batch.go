@@ -30,7 +30,9 @@ type Item struct {
 // rides in the same pipeline, and only when it counts more keys than MGET
 // returned values does a second round trip ask the TYPE of the keys read
 // as missing. MGet then returns the values it did read together with a
-// *WrongTypeError naming those keys.
+// *WrongTypeError naming those keys. On a cluster client, when the
+// commands of some slots fail and others answer, MGet returns the values it
+// read with a *PartialError naming the keys it could not read.
 func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 	if err := s.check("mget"); err != nil {
 		return nil, err
@@ -65,19 +67,36 @@ func (s *Store) MGet(ctx context.Context, keys []string) ([][]byte, error) {
 		return nil
 	})
 	counted := int64(0)
+	var failed partial
 	for i, c := range mgets {
 		vals, err := c.Result()
-		if err != nil {
-			return nil, fail("mget", err)
+		if groups != nil {
+			vals, err = answered(vals, err)
 		}
-		if err := fill(out, vals, idx[i]); err != nil {
-			return nil, err
+		if err == nil {
+			err = fill(out, vals, idx[i])
 		}
-		n, err := exists[i].Result()
+		var n int64
+		if err == nil {
+			n, err = exists[i].Result()
+			if groups != nil && err != nil && isCtxErr(err) {
+				n, err = 0, nil // the values were read; only the type check of this slot is skipped
+			}
+		}
 		if err != nil {
-			return nil, fail("mget", err)
+			if isReplyShape(err) {
+				return nil, err
+			}
+			if groups == nil || errors.Is(err, redis.Nil) {
+				return nil, fail("mget", err)
+			}
+			failed.add(out, idx[i], err)
+			continue
 		}
 		counted += n
+	}
+	if failed.err != nil {
+		return out, failed.result()
 	}
 	var maybe []int
 	if counted > int64(len(out)-countNil(out)) {
@@ -150,8 +169,8 @@ func (s *Store) checkTypes(ctx context.Context, keys []string, maybe []int) erro
 // expires between its MGET and its PTTL is reported missing; a key MGET
 // read as missing whose PTTL finds it is the one MGet's EXISTS would have
 // counted); on a cluster client, one script per slot reads each key's value
-// and PTTL atomically. Keys of another Redis type are reported as MGet
-// reports them.
+// and PTTL atomically. Keys of another Redis type, and on a cluster the
+// slots that failed, are reported as MGet reports them.
 func (s *Store) MGetWithTTL(ctx context.Context, keys []string) ([][]byte, []time.Duration, error) {
 	if err := s.check("mget"); err != nil {
 		return nil, nil, err
@@ -238,10 +257,15 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 		return nil
 	})
 	var wrong []int
+	var failed partial
 	for i, c := range cmds {
 		reply, err := c.Slice()
+		if v, ok := c.Val().([]any); ok {
+			reply, err = answered(v, err)
+		}
 		if err != nil {
-			return nil, nil, fail("mget", err)
+			failed.add(out, groups[i].idx, err)
+			continue
 		}
 		idx := groups[i].idx
 		if len(reply) != 2*len(idx) {
@@ -271,11 +295,66 @@ func (s *Store) clusterMGetWithTTL(ctx context.Context, keys []string, out [][]b
 			ttls[at] = ttl
 		}
 	}
+	if failed.err != nil {
+		for _, at := range failed.index {
+			ttls[at] = 0
+		}
+		return out, ttls, failed.result()
+	}
 	if wrong != nil {
 		slices.Sort(wrong)
 		return out, ttls, &WrongTypeError{Op: "mget", Index: wrong}
 	}
 	return out, ttls, nil
+}
+
+// answered returns a cluster pipeline command's reply. When the pipeline's
+// ctx ends while go-redis waits to retry another node's commands, go-redis
+// sets the ctx error on every command that has no error of its own,
+// including those whose replies it had read: such a reply is still the
+// node's answer. A command whose reply was not read has no value.
+func answered(v []any, err error) ([]any, error) {
+	if err != nil && v != nil && isCtxErr(err) {
+		return v, nil
+	}
+	return v, err
+}
+
+// isCtxErr reports whether err is exactly a context's error (not a socket
+// timeout, which a reply cut short gets).
+func isCtxErr(err error) bool {
+	return err == context.DeadlineExceeded || err == context.Canceled
+}
+
+// partial collects the slots of a cluster MGet whose commands failed.
+type partial struct {
+	index []int
+	err   error // the first failure, as fail made it
+}
+
+// add records that the keys at idx were not read because of err, and
+// clears whatever out holds for them.
+func (p *partial) add(out [][]byte, idx []int, err error) {
+	for _, at := range idx {
+		out[at] = nil
+	}
+	p.index = append(p.index, idx...)
+	if p.err == nil {
+		p.err = fail("mget", err)
+	}
+}
+
+// result is the *PartialError p describes.
+func (p *partial) result() error {
+	slices.Sort(p.index)
+	return &PartialError{Index: p.index, Err: p.err}
+}
+
+// isReplyShape reports whether err is fill's unexpected-reply error (a
+// reply of the wrong shape is not a node failure).
+func isReplyShape(err error) bool {
+	var be *BackendError
+	return errors.As(err, &be) && be.Err == errUnexpectedReply
 }
 
 // fill copies MGET replies into out: vals[j] goes to out[idx[j]], or to

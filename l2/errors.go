@@ -94,6 +94,26 @@ func (e *WrongTypeError) Error() string {
 // Is matches ErrWrongType.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
+// PartialError is returned by MGet and MGetWithTTL on a cluster client,
+// together with the values they did read, when the commands of some hash
+// slots failed (a node down or hung) and the others answered: Index lists
+// the positions, in the keys passed and in increasing order, of the keys
+// that were not read (their values are nil), and Err is the first failure,
+// a *BackendError, reachable with errors.Is and errors.As. Keys of another
+// Redis type among those read are then read as missing.
+type PartialError struct {
+	Index []int
+	Err   error
+}
+
+// Error implements error; it names how many keys, never which.
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("l2: mget: %d of the keys not read: %v", len(e.Index), e.Err)
+}
+
+// Unwrap returns the first failure.
+func (e *PartialError) Unwrap() error { return e.Err }
+
 // fail maps an error of operation op to what l2 returns: nil stays nil,
 // redis.Nil becomes ErrNotFound, anything else a *BackendError.
 func fail(op string, err error) error {

@@ -182,3 +182,16 @@ func (h nameHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h nameHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// The bounded reads see a lease as missing too.
+func TestLeaseIsAbsentToBoundedReads(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.rdb.Set(bg, "k", NewLease(), time.Minute)
+	if _, err := f.store.GetUpTo(bg, "k", 1<<20); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetUpTo = %v", err)
+	}
+	if _, _, err := f.store.GetWithTTLUpTo(bg, "k", 1<<20); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetWithTTLUpTo = %v", err)
+	}
+}

@@ -13,8 +13,8 @@
 // (FAIL), when a baseline workload is missing from the run or a run's
 // workload is not in the baseline, prints WARN above +1%, and marks a row
 // INCONCLUSIVE when its A/A spread is above 0.5% (then an increase beyond
-// 2% plus the spread, capped at 1 point, fails; a spread above 3% fails:
-// too noisy to gate). Callgrind emulates a CPU without AVX-512, so its counts are
+// 2% plus the spread, capped at 0.25 point, fails; a spread above 1% fails:
+// too noisy to gate; the rows' spreads are about 0.1%). Callgrind emulates a CPU without AVX-512, so its counts are
 // comparable only with its own counts, never with hardware counters.
 package main
 
@@ -40,8 +40,8 @@ const (
 	failPct      = 2.0
 	warnPct      = 1.0
 	spreadPct    = 0.5
-	maxSlackPct  = 1.0 // the most a noisy row's spread widens its limit
-	maxSpreadPct = 3.0 // above this A/A spread a row cannot be gated
+	maxSlackPct  = 0.25 // the most a noisy row's spread widens its limit
+	maxSpreadPct = 1.0  // above this A/A spread a row cannot be gated
 )
 
 type config struct {

@@ -20,11 +20,11 @@ func TestVerdict(t *testing.T) {
 		{2.0, 0.1, "WARN"},
 		{2.01, 0.1, "FAIL"},
 		{0, 0.51, "INCONCLUSIVE"},
-		{2.5, 0.6, "INCONCLUSIVE"},
-		{2.61, 0.6, "INCONCLUSIVE+FAIL"},
-		{2.9, 2.5, "INCONCLUSIVE"},       // slack capped at 1 point: limit 3%
-		{3.01, 2.5, "INCONCLUSIVE+FAIL"}, // not 4.5%
-		{0, 3.1, "INCONCLUSIVE+FAIL"},    // too noisy to gate at all
+		{2.2, 0.6, "INCONCLUSIVE"},
+		{2.26, 0.6, "INCONCLUSIVE+FAIL"}, // slack capped at 0.25 point: limit 2.25%, not 2.6%
+		{2.25, 0.9, "INCONCLUSIVE"},
+		{2.5, 0.9, "INCONCLUSIVE+FAIL"}, // was within the old 1-point slack
+		{0, 1.1, "INCONCLUSIVE+FAIL"},   // too noisy to gate at all (was up to 3%)
 	}
 	for _, c := range cases {
 		if got := verdict(c.delta, c.spread); got != c.want {
