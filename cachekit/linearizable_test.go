@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/cachekit-io/cachekit-go/internal/cacheaside"
 )
 
@@ -22,6 +24,31 @@ func (a asideClient) Delete(ctx context.Context, key string) error     { return 
 // Client (docs/production.md: p99 13 ms on loopback; bench/ finds 5 ms
 // enough over 1,000 histories; this allows for -race on a loaded machine).
 const linearizabilityDelta = 50 * time.Millisecond
+
+// Under -short (no redis-server) the strict check runs against miniredis:
+// the same scripts, one process, 100 histories.
+func TestLinearizableCacheAsideShort(t *testing.T) {
+	t.Parallel()
+	if !testing.Short() {
+		t.Skip("without -short, TestLinearizableCacheAside runs on real redis-servers")
+	}
+	mr := miniredis.RunT(t)
+	var clients []cacheaside.Cache
+	for range 3 {
+		clients = append(clients, asideClient{newClient(t, Options{RedisURL: "redis://" + mr.Addr(), Encryption: encConfig(""), FleetSingleFlight: true})})
+	}
+	res, err := cacheaside.Run(bg, cacheaside.Config{Clients: clients, Foreign: func(_ context.Context, key string) error {
+		mr.Del(key)
+		return nil
+	}, Seed: 2}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d histories, %d operations: %d not linearizable, %d undecided, %d errors", res.Histories, res.Operations, res.Failed, res.Unknown, res.Errors)
+	if res.Failed != 0 || res.Unknown != 0 || res.Errors != 0 {
+		t.Fatal("the history check failed")
+	}
+}
 
 // Porcupine checks 100 short cache-aside histories of 3 Clients each
 // (writers that update a source then Set, Delete, or DEL with a raw
