@@ -248,7 +248,8 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 	})
 	switch {
 	case err != nil:
-		c.dropL1(key) // Redis state unknown
+		c.dropL1(key)                    // Redis state unknown
+		c.releaseLease(ctx, full, lease) // waiters need not wait out the lease
 		if errors.Is(err, ErrClosed) {
 			return nil, err
 		}

@@ -8,34 +8,13 @@ import (
 )
 
 // A key under a lease has no entry: the commands below, which would see
-// the placeholder as a key, ask through scripts that look at most 12 bytes
-// of it (see leaseAt).
-
-// existsScript is EXISTS for one key, 0 for a lease.
-var existsScript = redis.NewScript(luaLease + `
-if leaseAt(KEYS[1]) then return 0 end
-return redis.call('EXISTS', KEYS[1])`)
-
-// pttlScript is PTTL for one key, -2 (missing) for a lease.
-var pttlScript = redis.NewScript(luaLease + `
-if leaseAt(KEYS[1]) then return -2 end
-return redis.call('PTTL', KEYS[1])`)
+// the placeholder as a key, look at most 12 bytes of it (see leaseAt and
+// probeLease) before they answer.
 
 // expireScript is PEXPIRE KEYS[1] ARGV[1], 0 (missing) for a lease.
 var expireScript = redis.NewScript(luaLease + `
 if leaseAt(KEYS[1]) then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[1])`)
-
-// delScript deletes KEYS (all in one slot) and counts those that held an
-// entry: a lease is deleted (voiding its load) but not counted.
-var delScript = redis.NewScript(luaLease + `
-local n = 0
-for _, k in ipairs(KEYS) do
-  local lease = leaseAt(k)
-  local d = redis.call('DEL', k)
-  if not lease then n = n + d end
-end
-return n`)
 
 // setCondScript is SET KEYS[1] ARGV[1] PX ARGV[2] with NX (ARGV[3] "nx":
 // also over a lease) or XX (ARGV[3] "xx": not over a lease); 1 when stored.
@@ -45,20 +24,92 @@ if (ARGV[3] == 'nx') ~= absent then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`)
 
-// existsKey reports whether key holds an entry (not a lease).
-func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
-	n, err := existsScript.Run(ctx, s.rdb, []string{key}).Int64()
-	return n > 0, err
+// leaseProbe queues, for key, the two reads that tell a lease from an
+// entry (STRLEN and the first bytes), so a read needs no script: scripts
+// are refused while Redis is over maxmemory (Redis 7 treats a script
+// without flags as a writer), plain reads are not.
+type leaseProbe struct {
+	n    *redis.IntCmd
+	head *redis.StringCmd
 }
 
-// pttlKey is PTTL of key in go-redis's DurationCmd convention (-2ns
-// missing, -1ns no expiry), a lease reading as missing.
+func probeLease(ctx context.Context, p redis.Pipeliner, key string) leaseProbe {
+	return leaseProbe{n: p.StrLen(ctx, key), head: p.GetRange(ctx, key, 0, int64(len(LeaseMagic)-1))}
+}
+
+// lease reports whether the key held a lease (a key of another type, whose
+// STRLEN fails, does not).
+func (lp leaseProbe) lease() bool {
+	n, err := lp.n.Result()
+	return err == nil && n == int64(LeaseLen) && lp.head.Val() == LeaseMagic
+}
+
+// existsKey reports whether key holds an entry (not a lease): EXISTS and
+// the lease probe in one pipeline.
+func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
+	var ex *redis.IntCmd
+	var lp leaseProbe
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ex = p.Exists(ctx, key)
+		lp = probeLease(ctx, p, key)
+		return nil
+	})
+	n, err := ex.Result()
+	return n > 0 && !lp.lease(), err
+}
+
+// pttlKey is PTTL of key (go-redis's DurationCmd convention: -2ns missing,
+// -1ns no expiry), a lease reading as missing; one pipeline.
 func (s *Store) pttlKey(ctx context.Context, key string) (time.Duration, error) {
-	ms, err := pttlScript.Run(ctx, s.rdb, []string{key}).Int64()
-	if err != nil || ms < 0 {
-		return time.Duration(ms), err
+	var d *redis.DurationCmd
+	var lp leaseProbe
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		d = p.PTTL(ctx, key)
+		lp = probeLease(ctx, p, key)
+		return nil
+	})
+	v, err := d.Result()
+	if err == nil && lp.lease() {
+		return -2, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return v, err
+}
+
+// deleteCounted deletes keys in one pipeline with the lease probe of each
+// before its DEL, and counts those that held an entry: a lease is deleted
+// (voiding its load) but not counted. A pipeline, neither a script nor
+// MULTI: Redis over maxmemory refuses both, and a Delete must work then.
+// The count can be off by one for a key a load leases or fills between its
+// probe and its DEL; the delete itself is exact. With pub not nil, it is
+// called to queue more commands (a PUBLISH) after the deletes, in the same
+// round trip.
+func (s *Store) deleteCounted(ctx context.Context, keys []string, pub func(redis.Pipeliner)) (int64, error) {
+	probes := make([]leaseProbe, len(keys))
+	dels := make([]*redis.IntCmd, len(keys))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			probes[i] = probeLease(ctx, p, k)
+			dels[i] = p.Del(ctx, k)
+		}
+		if pub != nil {
+			pub(p)
+		}
+		return nil
+	})
+	var total int64
+	for i, d := range dels {
+		n, derr := d.Result()
+		if derr != nil {
+			if err == nil {
+				err = derr
+			}
+			return total, err
+		}
+		if !probes[i].lease() {
+			total += n
+		}
+	}
+	return total, nil
 }
 
 // expireKey is PEXPIRE of key, false for a missing key or a lease.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -251,9 +252,18 @@ func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration)
 
 // Release deletes key while it still holds lease (a load that failed gives
 // the key back at once instead of at the lease's expiry), and reports
-// whether it did.
+// whether it did. Redis over maxmemory refuses the compare-and-delete
+// script (Redis 7 treats a script without flags as a writer) but not DEL:
+// then the key is deleted whatever it holds, which is always safe for a
+// cache (the next read misses; a load under another lease stores nothing).
 func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
-	return s.Unlock(ctx, key, lease)
+	ok, err := s.Unlock(ctx, key, lease)
+	var be *BackendError
+	if err != nil && errors.As(err, &be) && redis.HasErrorPrefix(be.Err, "OOM") {
+		n, derr := s.rdb.Del(ctx, key).Result()
+		return n > 0, fail("unlock", derr)
+	}
+	return ok, err
 }
 
 // SetIfDigest stores val under key for ttl only while key holds bytes

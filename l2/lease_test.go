@@ -195,3 +195,40 @@ func TestLeaseIsAbsentToBoundedReads(t *testing.T) {
 		t.Fatalf("GetWithTTLUpTo = %v", err)
 	}
 }
+
+// Over maxmemory (noeviction) Redis refuses scripts and writes but not
+// reads or DEL: Exists, TTL and Delete still answer (they use no script),
+// and Release gives a lease back with a plain DEL.
+func TestLeaseReadsAndReleaseUnderOOM(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	lease := NewLease()
+	f.rdb.Set(bg, "lease", lease, time.Minute)
+	f.rdb.Set(bg, "entry", "v", time.Minute)
+	f.rdb.Set(bg, "ballast", strings.Repeat("x", 4<<20), time.Minute)
+	if err := f.rdb.ConfigSet(bg, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.ConfigSet(bg, "maxmemory", "1mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.rdb.ConfigSet(bg, "maxmemory", "0") })
+	if err := f.rdb.Set(bg, "probe", "x", time.Minute).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
+		t.Fatalf("redis is not over maxmemory: SET = %v", err)
+	}
+	if ok, err := f.store.Exists(bg, "entry"); !ok || err != nil {
+		t.Fatalf("Exists(entry) = %v, %v", ok, err)
+	}
+	if ok, err := f.store.Exists(bg, "lease"); ok || err != nil {
+		t.Fatalf("Exists(lease) = %v, %v", ok, err)
+	}
+	if _, err := f.store.TTL(bg, "lease"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("TTL(lease) = %v", err)
+	}
+	if ok, err := f.store.Release(bg, "lease", lease); !ok || err != nil {
+		t.Fatalf("Release under OOM = %v, %v", ok, err)
+	}
+	if n, err := f.store.Delete(bg, "entry"); n != 1 || err != nil {
+		t.Fatalf("Delete under OOM = %d, %v", n, err)
+	}
+}

@@ -77,20 +77,14 @@ func (s *Store) DeletePublish(ctx context.Context, key, channel string, msg []by
 		return false, err
 	}
 	if s.cluster != nil {
-		n, err := delScript.Run(ctx, s.rdb, []string{key}).Int64()
+		n, err := s.deleteCounted(ctx, []string{key}, nil)
 		if err != nil {
 			return false, fail("del", err)
 		}
 		return n > 0, fail("publish", s.rdb.Publish(ctx, channel, msg).Err())
 	}
-	var del *redis.Cmd
 	var pub *redis.IntCmd
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		del = delScript.Eval(ctx, p, []string{key})
-		pub = p.Publish(ctx, channel, msg)
-		return nil
-	})
-	n, err := del.Int64()
+	n, err := s.deleteCounted(ctx, []string{key}, func(p redis.Pipeliner) { pub = p.Publish(ctx, channel, msg) })
 	if err != nil {
 		return false, fail("del", err)
 	}

@@ -237,9 +237,9 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 }
 
 // Delete removes keys and returns how many held an entry (a key under a
-// lease is removed, which voids the lease, but not counted). It is one
-// script on a standalone client; on a cluster client the keys are grouped
-// by hash slot, one script per slot, in one pipeline.
+// lease is removed, which voids the lease, but not counted): one pipeline
+// of each key's lease probe and DEL (single-key commands, so a cluster
+// client routes each to its node in the same round trip).
 func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
@@ -247,27 +247,8 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	if s.cluster == nil {
-		n, err := delScript.Run(ctx, s.rdb, keys).Int64()
-		return n, fail("del", err)
-	}
-	groups := groupBySlot(keys)
-	cmds := make([]*redis.Cmd, len(groups))
-	_, _ = s.cluster.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, g := range groups {
-			cmds[i] = delScript.Eval(ctx, p, g.pick(keys))
-		}
-		return nil
-	})
-	var total int64
-	for _, c := range cmds {
-		n, err := c.Int64()
-		if err != nil {
-			return total, fail("del", err)
-		}
-		total += n
-	}
-	return total, nil
+	n, err := s.deleteCounted(ctx, keys, nil)
+	return n, fail("del", err)
 }
 
 // sumDeleted adds up the keys a pipeline of DEL or UNLINK commands
