@@ -231,8 +231,9 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 	return v, ttl, err
 }
 
-// lockOrWait takes the distributed lock for key. When another instance
-// holds it, it polls the cache (via probe) until the lease would have
+// lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL), the
+// family's convention for keys other SDKs read. When another instance
+// holds it, it polls the cache (via probe) until the lock would have
 // expired; found reports that the other instance's value arrived. When the
 // lock is taken, unlock releases it; on a lock error it is a no-op.
 func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
