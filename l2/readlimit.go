@@ -6,6 +6,8 @@ package l2
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // GetUpTo is Get that reads at most limit+1 bytes of the value, with
@@ -34,26 +36,9 @@ func (s *Store) GetUpTo(ctx context.Context, key string, limit int) ([]byte, err
 // trip. A key PTTL finds with an empty value returns an empty, non-nil
 // slice; a lease reads as missing.
 func (s *Store) GetWithTTLUpTo(ctx context.Context, key string, limit int) ([]byte, time.Duration, error) {
-	if err := s.check("getttl"); err != nil {
-		return nil, 0, err
-	}
-	pipe := s.rdb.Pipeline()
-	get := pipe.GetRange(ctx, key, 0, int64(limit))
-	pttl := pipe.PTTL(ctx, key)
-	_, _ = pipe.Exec(ctx) // per-command errors are inspected below
-	b, err := get.Bytes()
-	if err != nil {
-		return nil, 0, fail("getttl", err)
-	}
-	if err := pttl.Err(); err != nil {
-		return nil, 0, fail("getttl", err)
-	}
-	ttl, found := fromPTTL(pttl.Val())
-	if !found || IsLease(b) {
-		return nil, 0, ErrNotFound
-	}
-	if b == nil {
+	b, ttl, err := s.getTTL(ctx, key, func(p redis.Pipeliner) *redis.StringCmd { return p.GetRange(ctx, key, 0, int64(limit)) })
+	if err == nil && b == nil {
 		b = []byte{}
 	}
-	return b, ttl, nil
+	return b, ttl, err
 }

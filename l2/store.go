@@ -200,11 +200,18 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // milliseconds; less than one left is reported as 1ms). A key missing, or
 // expiring between the two commands, yields ErrNotFound.
 func (s *Store) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
+	return s.getTTL(ctx, key, func(p redis.Pipeliner) *redis.StringCmd { return p.Get(ctx, key) })
+}
+
+// getTTL is GetWithTTL and GetWithTTLUpTo: the value read queues and PTTL
+// in one pipelined round trip; a lease, a key missing, or expiring between
+// the two commands, yields ErrNotFound.
+func (s *Store) getTTL(ctx context.Context, key string, read func(redis.Pipeliner) *redis.StringCmd) ([]byte, time.Duration, error) {
 	if err := s.check("getttl"); err != nil {
 		return nil, 0, err
 	}
 	pipe := s.rdb.Pipeline()
-	get := pipe.Get(ctx, key)
+	get := read(pipe)
 	pttl := pipe.PTTL(ctx, key)
 	_, _ = pipe.Exec(ctx) // per-command errors are inspected below
 	b, err := get.Bytes()
