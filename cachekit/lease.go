@@ -357,6 +357,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	var entries [][]byte
 	var lefts []time.Duration
 	var errs []error
+	acquireAt := time.Now()
 	if err := c.rel.do(ctx, "lease", func(ctx context.Context) error {
 		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
 		return errors.Join(errs...)
@@ -380,7 +381,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			}
 			putScratch(s)
 			if err == nil {
-				res[k] = v
+				res[k] = leased{v: v, at: acquireAt}
 				continue
 			}
 		}
@@ -398,6 +399,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	}
 	stop := c.keepLeases(ctx, heldFulls, heldLeases)
 	c.stats.loads.Add(1)
+	started := time.Now()
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
 	stop()
 	release := func(idx []int) {
@@ -412,7 +414,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	}
 	for _, k := range load {
 		if v, ok := vals[k]; ok {
-			res[k] = v
+			res[k] = leased{v: v, at: started} // until its store succeeds, below
 		}
 	}
 	var items []l2.Item
@@ -448,6 +450,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	if c.inv != nil {
 		channel = c.inv.channel
 	}
+	fillAt := time.Now()
 	done, ferrs := c.l2.FillMany(ctx, items, itemLeases, channel, msgs)
 	for j, i := range at {
 		switch {
@@ -461,6 +464,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		case !done[j]:
 			c.stats.leaseLost.Add(1)
 		default:
+			res[keys[i]] = leased{v: vals[keys[i]], at: fillAt}
 			if c.l1 != nil {
 				c.admit(keys[i], fillTickets[j], items[j].Value, ttl, true)
 			}

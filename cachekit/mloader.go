@@ -58,7 +58,12 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 	if r.out != outDegraded { // a FailOpen read's loads stay "degraded", as GetOrLoad's
 		r.out = outLoaded
 	}
+	joined := time.Now()
 	lead, flights, run := c.flights.claim(ctx, c.bg, c.loadTimeout, missing)
+	led := make(map[string]bool, len(lead))
+	for _, k := range lead {
+		led[k] = true
+	}
 	if len(lead) > 0 {
 		go run(func(ctx context.Context) (map[string]any, error) {
 			return loadBatch(ctx, c, lead, loader)
@@ -87,9 +92,34 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 				return nil, result{}, f.ctx.Err()
 			}
 		}
+		val := f.val
+		if lr, ok := val.(leased); ok && f.err == nil {
+			val = lr.v
+			if !led[missing[i]] && joined.After(lr.at) {
+				// Joined another caller's load after its value was last
+				// known current, as GetOrLoad's joiners do: load again.
+				k := missing[i]
+				v, _, err := getOrLoad(ctx, c, k, c.defaultTTL, func(ctx context.Context) (T, error) {
+					m, err := loader(ctx, []string{k})
+					if v, ok := m[k]; ok || err != nil {
+						return v, err
+					}
+					var zero T
+					return zero, ErrNotFound
+				})
+				switch {
+				case err == nil:
+					out[k] = v
+				case errors.Is(err, ErrNotFound):
+				default:
+					return nil, result{}, err
+				}
+				continue
+			}
+		}
 		switch {
 		case f.err == nil:
-			if v, ok := f.val.(T); ok {
+			if v, ok := val.(T); ok {
 				out[missing[i]] = v
 			} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
 				out[missing[i]] = v // loaded by another caller as another type
