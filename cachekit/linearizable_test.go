@@ -98,7 +98,7 @@ func TestLinearizableCacheAside(t *testing.T) {
 				Clients: clients,
 				Foreign: func(ctx context.Context, key string) error { return raw.Del(ctx, key).Err() },
 				Delta:   m.delta,
-				Seed: 1,
+				Seed:    1,
 			}
 			if m.delta > 0 {
 				// Histories of about 100 ms, twice the bound they test;
