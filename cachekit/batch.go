@@ -111,7 +111,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	}
 	var vals [][]byte
 	var ttls []time.Duration
-	err = c.rel.do(ctx, "mget", func(ctx context.Context) error {
+	err = c.rel.Do(ctx, "mget", func(ctx context.Context) error {
 		var err error
 		if c.l1 != nil {
 			vals, ttls, err = c.l2.MGetWithTTL(ctx, full)
@@ -227,7 +227,7 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 	r := result{tier: tierL1, size: size}
 	if c.l2 != nil {
 		r.tier = tierL2
-		err := c.rel.doSized(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
+		err := c.rel.DoSized(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
 		if err != nil {
 			c.stats.l2Errors.Add(1)
 			for _, k := range keys {
@@ -245,7 +245,7 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 			for i, k := range keys {
 				msgs[i] = c.publishMsg(k)
 			}
-			if err := c.rel.do(ctx, "publish", func(ctx context.Context) error {
+			if err := c.rel.Do(ctx, "publish", func(ctx context.Context) error {
 				return c.l2.Publish(ctx, c.inv.channel, msgs...)
 			}); err != nil {
 				c.inv.publishFailures.Add(1)

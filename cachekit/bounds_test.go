@@ -1,6 +1,8 @@
 package cachekit
 
 import (
+	"github.com/cachekit-io/cachekit-go/internal/guard"
+
 	"context"
 	"errors"
 	"net"
@@ -61,7 +63,7 @@ func TestMinimalHungRedisBoundedByAttemptTimeout(t *testing.T) {
 	}
 	srv.Pause()
 	defer srv.Resume()
-	limit := 2 * defaultAttemptTimeout
+	limit := 2 * guard.DefaultAttemptTimeout
 	for _, op := range boundedOps(c) {
 		start := time.Now()
 		err := op.call(bg)
@@ -100,7 +102,7 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 	srv.Pause()
 	defer srv.Resume()
 	v := make([]byte, 8<<20) // 500 ms of allowance: more than the socket buffers take
-	allow := defaultAttemptTimeout + transferTime(len(v))
+	allow := guard.DefaultAttemptTimeout + guard.TransferTime(len(v))
 	start := time.Now()
 	err := c.Set(bg, "large", v)
 	d := time.Since(start)
@@ -214,7 +216,7 @@ func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 					if !errors.Is(err, k.want) {
 						t.Errorf("%s, %s: %v (after %v), want an error matching %v", k.name, op.name, err, d.Round(time.Millisecond), k.want)
 					}
-					if d > 2*defaultAttemptTimeout {
+					if d > 2*guard.DefaultAttemptTimeout {
 						t.Errorf("%s, %s took %v", k.name, op.name, d)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -56,7 +57,7 @@ type Client struct {
 	// large-work slot is taken, holding it.
 	testHookLarge func()
 
-	rel *guard          // nil: reliability off
+	rel *guard.Guard    // nil: reliability off
 	swr *swrState       // nil: SWR off
 	inv *invalidator    // nil: invalidation off
 	met *meters         // nil: metrics off
@@ -127,7 +128,6 @@ func New(opts Options) (*Client, error) {
 	}
 	c.digestKey = digestKeyFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
-	c.rel = newGuard(opts.Reliability, c.now)
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
 		c.inv = newInvalidator(opts.Invalidation)
@@ -157,9 +157,12 @@ func New(opts Options) (*Client, error) {
 	switch {
 	case opts.Redis != nil:
 		c.l2 = l2.New(opts.Redis)
-		c.checkInjected(opts.Redis)
 	case opts.RedisURL != "":
-		rdb, err := l2.Open(opts.RedisURL, c.attemptTimeout(), c.attemptTimeout()+transferTime(c.maxEntry))
+		attempt := guard.DefaultAttemptTimeout
+		if opts.Reliability != nil {
+			attempt = opts.Reliability.config().WithDefaults().AttemptTimeout
+		}
+		rdb, err := l2.Open(opts.RedisURL, attempt, attempt+guard.TransferTime(c.maxEntry))
 		if err != nil {
 			c.closeParts()
 			return nil, configErrFrom("RedisURL", err)
@@ -179,15 +182,11 @@ func New(opts Options) (*Client, error) {
 			c.obs.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(moduleVersion()))
 		}
 	}
-	if c.rel != nil && c.met != nil {
-		c.rel.onRetry = func(string) { c.met.retry(context.Background()) }
+	if opts.Reliability != nil {
+		c.rel = guard.New(opts.Reliability.config(), c.guardHooks())
 	}
-	if c.rel != nil && opts.TracerProvider != nil {
-		c.rel.onRefuse = func(ctx context.Context) { c.event(ctx, "cachekit.breaker_refused") }
-	}
-	c.wireBreaker()
 	if c.l2 != nil {
-		routeDriverLogs(c.log)
+		c.checkInjected()
 	}
 	if err := c.startInvalidation(); err != nil {
 		_ = c.closeParts()
@@ -234,7 +233,7 @@ func (c *Client) closeParts() error {
 	if c.stopBG != nil {
 		c.stopBG()
 	}
-	c.rel.stop()
+	c.rel.Stop()
 	if c.inv != nil && c.inv.tracker != nil {
 		_ = c.inv.tracker.Close()
 	}

@@ -60,7 +60,7 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	full := c.fullKey(key)
 	var ok bool
 	attempts := 0
-	err = c.rel.doSized(ctx, "set", len(sealed), func(ctx context.Context) error {
+	err = c.rel.DoSized(ctx, "set", len(sealed), func(ctx context.Context) error {
 		attempts++
 		var err error
 		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists)
@@ -86,7 +86,7 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		return false, result{tier: tierL2, out: outNotStored}, nil
 	}
 	if c.inv != nil {
-		err := c.rel.do(ctx, "publish", func(ctx context.Context) error {
+		err := c.rel.Do(ctx, "publish", func(ctx context.Context) error {
 			return c.l2.Publish(ctx, c.inv.channel, c.publishMsg(key))
 		})
 		if err != nil {

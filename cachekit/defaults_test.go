@@ -13,14 +13,14 @@ import (
 
 // TestReliabilityDefaultsMatchDocs pins every documented default of
 // Reliability: the "Default: X." sentence of each field's doc comment must
-// be what withDefaults gives a zero Reliability.
+// be what the guard's WithDefaults gives a zero Reliability.
 func TestReliabilityDefaultsMatchDocs(t *testing.T) {
 	t.Parallel()
-	f, err := parser.ParseFile(token.NewFileSet(), "reliability.go", nil, parser.ParseComments)
+	f, err := parser.ParseFile(token.NewFileSet(), "options.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := reflect.ValueOf(Reliability{}.withDefaults())
+	def := reflect.ValueOf((&Reliability{}).config().WithDefaults())
 	re := regexp.MustCompile(`Default: ([^ .(]+)`)
 	checked := 0
 	ast.Inspect(f, func(n ast.Node) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -46,6 +47,25 @@ var (
 	// ErrInvalidDestination: Get was given a nil or non-pointer dst, a
 	// programming error reported before any I/O.
 	ErrInvalidDestination = errors.New("cachekit: destination must be a non-nil pointer")
+)
+
+// Sentinels inside a *BackendError: why the Client did not get an answer
+// from Redis.
+var (
+	// ErrCircuitOpen is the cause inside a *BackendError when the circuit
+	// breaker refused a Redis call without sending it.
+	ErrCircuitOpen = guard.ErrCircuitOpen
+	// ErrOverloaded is the cause inside a *BackendError when a Redis call
+	// could not get one of the MaxInFlight slots within MaxWait.
+	ErrOverloaded = guard.ErrOverloaded
+	// ErrTimeout is the cause inside a *BackendError when a Redis call ran
+	// out of the time the Client gives it (AttemptTimeout, OperationTimeout
+	// and a write's transfer allowance; with Options.Reliability nil, the
+	// default AttemptTimeout of 200 ms and the allowance) before the
+	// caller's own deadline. It satisfies net.Error with Timeout() true. It
+	// never matches context.DeadlineExceeded: that, and context.Canceled,
+	// are what a call returns when the caller's ctx ended it.
+	ErrTimeout = guard.ErrTimeout
 )
 
 // BackendError reports a failed Redis operation: Op names it ("get", "set",
@@ -116,3 +136,38 @@ func (e *configError) Unwrap() []error {
 	}
 	return []error{ErrConfig, e.cause}
 }
+
+// MissError is what a read returns when FailOpen turned a Redis failure
+// into a miss: errors.Is(err, ErrNotFound) holds (so GetOrLoad loads and
+// callers that treat "not found" as "compute it" keep working), and
+// errors.As(err, **BackendError) reaches the Redis failure for callers that
+// want to know.
+type MissError struct {
+	// Err is the Redis failure (a *BackendError).
+	Err error
+}
+
+// Error implements error.
+func (e *MissError) Error() string {
+	return "cachekit: redis unavailable, read degraded to a miss: " + e.Err.Error()
+}
+
+// Unwrap returns the Redis failure.
+func (e *MissError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (e *MissError) Is(target error) bool { return target == ErrNotFound }
+
+// BreakerState is the state of the circuit breaker in front of Redis.
+type BreakerState = guard.State
+
+// The breaker's states. Closed lets every call through; Open refuses calls
+// without touching Redis until Redis is seen answering again (a background
+// PING, Client.Ping, or tracking reconnecting) or BreakerOpenFor has passed;
+// HalfOpen lets a few probe calls through, and their outcome closes or
+// reopens it.
+const (
+	BreakerClosed   = guard.Closed
+	BreakerOpen     = guard.Open
+	BreakerHalfOpen = guard.HalfOpen
+)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -42,7 +43,7 @@ func (c *Client) writeFailed(ctx context.Context, key string, err error) (result
 // deadline, even one that passed a timer tick before ctx.Err says so; not
 // a closed client).
 func (c *Client) degradable(ctx context.Context, err error) bool {
-	if c.rel == nil || !c.rel.cfg.FailOpen || ctx.Err() != nil || callerExpired(ctx) ||
+	if !c.rel.FailOpen() || ctx.Err() != nil || guard.CallerExpired(ctx) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

@@ -2,13 +2,10 @@ package cachekit
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
 
 // Ping checks that Redis answers, within ctx and the reliability stack's
@@ -24,39 +21,32 @@ func (c *Client) Ping(ctx context.Context) error {
 	if c.l2 == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.attemptTimeout())
+	ctx, cancel := context.WithTimeout(ctx, c.rel.AttemptTimeout())
 	defer cancel()
 	if err := c.l2.Ping(ctx); err != nil {
 		return err
 	}
-	if c.rel != nil && c.rel.br != nil {
-		c.rel.br.answered()
-	}
+	c.rel.Answered()
 	return nil
 }
 
-// attemptTimeout is the bound of one Redis attempt.
-func (c *Client) attemptTimeout() time.Duration {
-	if c.rel != nil {
-		return c.rel.cfg.AttemptTimeout
-	}
-	return defaultAttemptTimeout
-}
-
-// wireBreaker connects the reliability stack to what it needs from the
-// Client: a cluster slot-map refresh after transient failures, a PING that
-// bypasses the stack for the breaker's background prober, Close's context,
+// guardHooks connects the reliability stack to what it needs from the
+// Client: its clock, a cluster slot-map refresh after transient failures, a
+// PING that bypasses the stack for the breaker's background prober,
+// Close's context, the retry metric, a span event for each refused call,
 // and a log line and a metric for every breaker transition.
-func (c *Client) wireBreaker() {
-	if c.rel == nil || c.l2 == nil {
-		return
+func (c *Client) guardHooks() guard.Hooks {
+	h := guard.Hooks{Now: c.now, Transition: c.breakerChanged}
+	if c.l2 != nil {
+		h.Transient, h.Ping, h.Background = c.l2.RefreshTopology, c.l2.Ping, c.bg
 	}
-	c.rel.onTransient = c.l2.RefreshTopology
-	if c.rel.br == nil {
-		return
+	if c.met != nil {
+		h.Retry = c.met.retry
 	}
-	c.rel.ping, c.rel.bg = c.l2.Ping, c.bg
-	c.rel.br.onChange = c.breakerChanged
+	if c.obs != nil && c.obs.tracer != nil {
+		h.Refuse = func(ctx context.Context) { c.event(ctx, "cachekit.breaker_refused") }
+	}
+	return h
 }
 
 // breakerChanged logs a breaker transition once (never rate-limited: each
@@ -79,57 +69,18 @@ func (c *Client) breakerChanged(from, to BreakerState, openedAt time.Time) {
 // checkInjected warns once when an injected go-redis client would let a
 // Redis call outlive the caller's deadline or retry under the Client's own
 // retries. New never changes an injected client's settings.
-func (c *Client) checkInjected(rdb redis.UniversalClient) {
-	var ctxTimeouts bool
-	var retries int
-	switch r := rdb.(type) {
-	case *redis.Client:
-		ctxTimeouts, retries = r.Options().ContextTimeoutEnabled, r.Options().MaxRetries
-	case *redis.ClusterClient:
-		ctxTimeouts, retries = r.Options().ContextTimeoutEnabled, r.Options().MaxRetries
-	case *redis.Ring:
-		ctxTimeouts, retries = r.Options().ContextTimeoutEnabled, r.Options().MaxRetries
-	default:
+func (c *Client) checkInjected() {
+	ctxTimeouts, retries, known := c.l2.DriverSettings()
+	if !known || c.ownsRedis {
 		return
 	}
 	if !ctxTimeouts {
 		c.log.LogAttrs(context.Background(), slog.LevelWarn,
 			"cachekit: injected redis client has ContextTimeoutEnabled off: deadlines and Reliability.AttemptTimeout do not bound its calls")
 	}
-	if retries > 0 && c.rel != nil && c.rel.cfg.MaxAttempts > 1 {
+	if retries > 0 && c.rel.Retries() {
 		c.log.LogAttrs(context.Background(), slog.LevelDebug,
 			"cachekit: injected redis client retries too (MaxRetries > 0): set MaxRetries -1 for one retry budget",
 			slog.Int("max_retries", retries))
 	}
-}
-
-// driverLog is the logger go-redis's process-wide internal log goes to: the
-// Logger of the most recently created Client, at debug level.
-var (
-	driverLog      atomic.Pointer[slog.Logger]
-	driverLogSetup sync.Once
-)
-
-// routeDriverLogs sends go-redis's internal log lines (pool dial failures,
-// reconnects) to l at debug level instead of stderr. go-redis has one
-// logger per process: the first New with Redis installs the router (in
-// place of any logger set before with redis.SetLogger), and the last
-// Client created is the one whose Logger receives the lines;
-// redis.SetLogger or DiscardRedisDriverLogs called afterwards takes it back.
-func routeDriverLogs(l *slog.Logger) {
-	driverLog.Store(l)
-	driverLogSetup.Do(func() { redis.SetLogger(slogDriver{}) })
-}
-
-// slogDriver implements go-redis's internal logging interface on driverLog.
-// go-redis's lines name addresses and errors, never keys or values.
-type slogDriver struct{}
-
-// Printf implements go-redis's internal logging interface.
-func (slogDriver) Printf(ctx context.Context, format string, v ...any) {
-	l := driverLog.Load()
-	if l == nil || !l.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	l.LogAttrs(ctx, slog.LevelDebug, "cachekit: redis driver", slog.String("detail", fmt.Sprintf(format, v...)))
 }

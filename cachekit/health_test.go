@@ -46,17 +46,21 @@ func openBreaker(t *testing.T, c *Client) {
 // TestBreakerClosesOnEvidence: with Redis back, an open breaker closes
 // within about a second with no caller traffic at all (the background
 // PING), not after BreakerOpenFor; each transition is logged once and
-// counted; go-redis's own log lines reach Options.Logger at debug level;
+// counted; go-redis's own log lines reach the logger RouteRedisDriverLogs
+// was given, at debug level;
 // no log line names the key.
 func TestBreakerClosesOnEvidence(t *testing.T) {
 	// Not parallel: bounds a refusal at 1 ms and the recovery at 1.5 s.
 	srv := redistest.Start(t)
 	var logs syncBuffer
 	reader := sdkmetric.NewManualReader()
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	RouteRedisDriverLogs(logger) // process-wide: this test is not parallel
+	t.Cleanup(DiscardRedisDriverLogs)
 	c := newClient(t, Options{
 		RedisURL:      srv.URL(),
 		Reliability:   &Reliability{BreakerOpenFor: time.Hour},
-		Logger:        slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:        logger,
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 	})
 	if err := c.Set(bg, "secret-user-key", "v"); err != nil {

@@ -96,7 +96,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	t := c.ticket(key)
 	var stored []byte
 	var ttl time.Duration
-	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
+	err := c.rel.Do(ctx, "get", func(ctx context.Context) error {
 		var err error
 		if withTTL {
 			stored, ttl, err = c.l2.GetWithTTLUpTo(ctx, c.fullKey(key), c.maxEntry)

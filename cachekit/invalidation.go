@@ -115,9 +115,7 @@ func (c *Client) startInvalidation() error {
 // also evidence that Redis is back: an open breaker closes.
 func (c *Client) trackingUp() {
 	c.inv.tracking.Store(true)
-	if c.rel != nil && c.rel.br != nil {
-		c.rel.br.answered()
-	}
+	c.rel.Answered()
 }
 
 // onInvalidation drops the keys Redis reports written from L1; nil means

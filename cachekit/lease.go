@@ -123,7 +123,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		var state l2.LeaseState
 		var entry []byte
 		var left time.Duration
-		err := c.rel.do(ctx, "lease", func(ctx context.Context) error {
+		err := c.rel.Do(ctx, "lease", func(ctx context.Context) error {
 			var err error
 			state, entry, left, err = c.l2.Acquire(ctx, full, lease, c.leaseTTL, replace)
 			return err
@@ -237,7 +237,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 	t := c.ticket(key)
 	at := time.Now()
 	var filled bool
-	err = c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
+	err = c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
 		channel, msg := "", []byte(nil)
 		if c.inv != nil {
 			channel, msg = c.inv.channel, c.publishMsg(key)
@@ -319,7 +319,7 @@ func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop f
 			case <-tick.C:
 			}
 			for i, full := range fulls {
-				actx, acancel := context.WithTimeout(rctx, c.attemptTimeout())
+				actx, acancel := context.WithTimeout(rctx, c.rel.AttemptTimeout())
 				_, _ = c.l2.Renew(actx, full, leases[i], c.leaseTTL)
 				acancel()
 			}
@@ -331,7 +331,7 @@ func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop f
 // releaseLease gives the key back (deletes the lease if still there),
 // within one attempt's bound whatever ctx says; the lease expires anyway.
 func (c *Client) releaseLease(ctx context.Context, full, lease string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
 	defer cancel()
 	_, _ = c.l2.Release(rctx, full, lease)
 }
@@ -358,7 +358,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	var lefts []time.Duration
 	var errs []error
 	acquireAt := time.Now()
-	if err := c.rel.do(ctx, "lease", func(ctx context.Context) error {
+	if err := c.rel.Do(ctx, "lease", func(ctx context.Context) error {
 		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
 		return errors.Join(errs...)
 	}); err != nil && errs == nil { // refused before any attempt

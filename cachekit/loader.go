@@ -244,7 +244,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	noop := func() {}
 	var ok bool
 	attempts := 0
-	err := c.rel.do(ctx, "lock", func(ctx context.Context) error {
+	err := c.rel.Do(ctx, "lock", func(ctx context.Context) error {
 		attempts++
 		var err error
 		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
@@ -265,9 +265,9 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 		return func() {
 			// The load is over (or cancelled): release within one
 			// attempt's bound; the lease expires anyway.
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.attemptTimeout())
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
 			defer cancel()
-			_ = c.rel.do(uctx, "unlock", func(ctx context.Context) error {
+			_ = c.rel.Do(uctx, "unlock", func(ctx context.Context) error {
 				_, err := c.l2.Unlock(ctx, lockKey, token)
 				return err
 			})

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/blake2b"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -70,7 +71,7 @@ func errorAttrs(err error) []slog.Attr {
 		slog.String("error.go_type", fmt.Sprintf("%T", err)),
 		slog.String("error.cause_go_type", fmt.Sprintf("%T", root)),
 	}
-	if isTimeout(err) {
+	if guard.IsTimeout(err) {
 		attrs = append(attrs, slog.Bool("timeout", true))
 	}
 	return attrs
@@ -120,9 +121,17 @@ func digestKeyFor(enc *encryption.Config) [32]byte {
 }
 
 // DiscardRedisDriverLogs silences go-redis's process-wide internal logger
-// (connection-pool messages). New already routes those lines to
-// Options.Logger at debug level; call this after New for programs that want
-// none at all (a command-line tool with a one-line-error contract). It
-// affects every go-redis client in the process; the Client's own warnings
-// still go to Options.Logger.
+// (connection-pool messages, which go-redis otherwise writes to stderr),
+// for programs that want none at all (a command-line tool with a
+// one-line-error contract). It affects every go-redis client in the
+// process; the Client's own warnings still go to Options.Logger.
 func DiscardRedisDriverLogs() { l2.DiscardDriverLogs() }
+
+// RouteRedisDriverLogs sends go-redis's process-wide internal log lines
+// (pool dial failures, reconnects) to l at debug level instead of stderr.
+// New does not do it: go-redis has one logger per process, shared by every
+// go-redis client in it, so routing it is the program's choice, made once
+// at start-up (typically with the Logger given to Options). The last call,
+// or a later redis.SetLogger or DiscardRedisDriverLogs, wins. go-redis's
+// lines name addresses and errors, never keys or values.
+func RouteRedisDriverLogs(l *slog.Logger) { l2.RouteDriverLogs(l) }

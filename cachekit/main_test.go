@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
 
 // TestMain widens the bound of calls made without the reliability stack
@@ -16,7 +18,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(leaseChild(strings.Fields(spec))) // a process of a cross-process lease test
 	}
-	bareTimeout.Store(int64(5 * time.Second))
+	guard.SetBareBound(5 * time.Second)
 	os.Exit(m.Run())
 }
 
@@ -24,6 +26,6 @@ func TestMain(m *testing.M) {
 // the rest of t. Only tests that are not parallel may call it.
 func defaultBareBound(t *testing.T) {
 	t.Helper()
-	old := bareTimeout.Swap(0)
-	t.Cleanup(func() { bareTimeout.Store(old) })
+	old := guard.SetBareBound(0)
+	t.Cleanup(func() { guard.SetBareBound(old) })
 }

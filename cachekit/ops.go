@@ -37,7 +37,7 @@ func (c *Client) delete(ctx context.Context, keys []string) error {
 	}
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
-		err = c.rel.do(ctx, "del", func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
+		err = c.rel.Do(ctx, "del", func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
 		if err == nil && c.inv != nil && len(keys) > 1 {
 			// Published in its own guarded call: a retry must not send
 			// the DELs again.
@@ -45,7 +45,7 @@ func (c *Client) delete(ctx context.Context, keys []string) error {
 			for i, k := range keys {
 				msgs[i] = c.publishMsg(k)
 			}
-			err = c.rel.do(ctx, "publish", func(ctx context.Context) error {
+			err = c.rel.Do(ctx, "publish", func(ctx context.Context) error {
 				return c.l2.Publish(ctx, c.inv.channel, msgs...)
 			})
 		}
@@ -122,7 +122,7 @@ func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error
 	}
 	t := c.ticket(key)
 	var found bool
-	err = c.rel.do(ctx, "expire", func(ctx context.Context) error {
+	err = c.rel.Do(ctx, "expire", func(ctx context.Context) error {
 		var err error
 		found, err = c.l2.Expire(ctx, c.fullKey(key), ttl)
 		return err
@@ -191,7 +191,7 @@ func (c *Client) exists(ctx context.Context, key string) (bool, result, error) {
 		return false, result{tier: tierL1}, nil
 	}
 	var ok bool
-	err := c.rel.do(ctx, "exists", func(ctx context.Context) error {
+	err := c.rel.Do(ctx, "exists", func(ctx context.Context) error {
 		var err error
 		ok, err = c.l2.Exists(ctx, c.fullKey(key))
 		return err
@@ -220,7 +220,7 @@ func (c *Client) ttl(ctx context.Context, key string) (time.Duration, error) {
 		return 0, ErrNotFound
 	}
 	var d time.Duration
-	err := c.rel.do(ctx, "ttl", func(ctx context.Context) error {
+	err := c.rel.Do(ctx, "ttl", func(ctx context.Context) error {
 		var err error
 		d, err = c.l2.TTL(ctx, c.fullKey(key))
 		return err
@@ -246,7 +246,7 @@ func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	var b []byte
-	err := c.rel.do(ctx, "get", func(ctx context.Context) error {
+	err := c.rel.Do(ctx, "get", func(ctx context.Context) error {
 		var err error
 		b, err = c.l2.Get(ctx, c.fullKey(key))
 		return err

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -357,4 +358,113 @@ func (o *Options) validate() error {
 		}
 	}
 	return nil
+}
+
+// Reliability configures the protection the Client puts around Redis calls,
+// and only around them: encoding, decryption and decoding are never
+// retried, counted by the breaker or degraded. A zero field takes its
+// default; Options.Reliability == nil turns the whole stack off.
+type Reliability struct {
+	// FailOpen degrades Redis failures instead of returning them: a failed
+	// Get, GetBytes, AppendValue or GetOrLoad read is a *MissError (it
+	// matches both ErrNotFound and *BackendError, and GetOrLoad loads); MGet
+	// returns the values it did read (L1's; on a cluster, also those of the
+	// nodes that answered) and a *MissError for the rest, and MGetOrLoad
+	// loads the rest; a failed write
+	// (Set, MSet, a load's store) is absorbed with a rate-limited warning
+	// (the value is then in neither tier). Delete, Exists and TTL still
+	// return their error. Default: false (fail closed: the *BackendError is returned);
+	// the production preset sets true.
+	FailOpen bool
+
+	// MaxAttempts is how many times one operation is sent when it fails
+	// with a transient error (connection refused or reset, timeout, pool
+	// exhausted, LOADING/TRYAGAIN/...). 1 turns retries off. Default: 3.
+	MaxAttempts int
+
+	// RetryBaseDelay is the backoff before the first retry; it doubles on
+	// each further retry, with jitter (a random wait in [d/2, d]).
+	// Default: 10ms.
+	RetryBaseDelay time.Duration
+
+	// RetryMaxDelay caps the backoff between retries. Default: 200ms.
+	RetryMaxDelay time.Duration
+
+	// OperationTimeout bounds one whole operation: the wait for an
+	// in-flight slot, every attempt and the backoff between attempts. The
+	// caller's ctx can shorten it, never lengthen it. A retry is not
+	// started when the backoff would end past it. Default: 400ms.
+	OperationTimeout time.Duration
+
+	// AttemptTimeout bounds each attempt (dial, send, reply), within what is
+	// left of OperationTimeout: every Redis call carries a ctx deadline, so
+	// a call returns within it even when Redis hangs. A write of n bytes
+	// (Set, MSet) gets n at 16 MiB/s on top of both (4 s for 64 MiB). Reads
+	// get no allowance: a value must arrive within AttemptTimeout, so raise
+	// it (and OperationTimeout) for large values read over slow links
+	// (64 MiB needs about half a second on a 1 Gbit/s link). The go-redis
+	// client New opens from Options.RedisURL uses it as its dial and
+	// pool-wait timeout, and with the allowance for MaxValueBytes as its
+	// read and write timeouts (a backstop: the ctx deadline ends a call
+	// sooner). With Options.Reliability nil, each call is one attempt
+	// bounded by this default and a write's allowance; to read values of
+	// several MiB on a slow link or a loaded machine, set Reliability with
+	// a larger AttemptTimeout and OperationTimeout (MaxAttempts 1 and
+	// DisableBreaker keep it a single attempt). A call the Client's bounds
+	// ended returns a *BackendError wrapping ErrTimeout. Default: 200ms.
+	AttemptTimeout time.Duration
+
+	// BreakerThreshold is the number of consecutive transient failures that
+	// opens the circuit breaker. Default: 5.
+	BreakerThreshold int
+
+	// BreakerProbeInterval is how often an open breaker PINGs Redis in the
+	// background (each PING bounded by AttemptTimeout). The first answer
+	// closes the breaker; so do a successful Client.Ping and tracking
+	// reconnecting (Options.Invalidation). Default: 250ms.
+	BreakerProbeInterval time.Duration
+
+	// BreakerOpenFor is how long an open breaker refuses every call (with
+	// ErrCircuitOpen, in well under a millisecond) before it also lets
+	// callers' calls through as probes, should the background PING not
+	// have closed it by then. Default: 5s.
+	BreakerOpenFor time.Duration
+
+	// BreakerHalfOpenProbes is how many probe calls a half-open breaker
+	// lets through at once; the first success closes it, a failure reopens
+	// it. Default: 1.
+	BreakerHalfOpenProbes int
+
+	// DisableBreaker turns the circuit breaker off (retries, backpressure
+	// and degradation stay). Default: false.
+	DisableBreaker bool
+
+	// MaxInFlight bounds the Redis operations this Client runs at once.
+	// Default: 256.
+	MaxInFlight int
+
+	// MaxWait bounds how long an operation waits for a free slot before it
+	// fails with ErrOverloaded (never longer than ctx or OperationTimeout
+	// allow). Default: 100ms.
+	MaxWait time.Duration
+}
+
+func (r *Reliability) validate() error {
+	switch {
+	case r.MaxAttempts < 0, r.BreakerThreshold < 0, r.BreakerHalfOpenProbes < 0, r.MaxInFlight < 0:
+		return configErr("Reliability counts must not be negative")
+	case r.RetryBaseDelay < 0, r.RetryMaxDelay < 0, r.AttemptTimeout < 0, r.OperationTimeout < 0,
+		r.BreakerOpenFor < 0, r.BreakerProbeInterval < 0, r.MaxWait < 0:
+		return configErr("Reliability durations must not be negative")
+	}
+	return nil
+}
+
+// config is r as the guard's configuration (defaults applied there).
+func (r *Reliability) config() guard.Config {
+	return guard.Config{FailOpen: r.FailOpen, MaxAttempts: r.MaxAttempts, RetryBaseDelay: r.RetryBaseDelay,
+		RetryMaxDelay: r.RetryMaxDelay, OperationTimeout: r.OperationTimeout, AttemptTimeout: r.AttemptTimeout,
+		BreakerThreshold: r.BreakerThreshold, BreakerProbeInterval: r.BreakerProbeInterval,
+		BreakerOpenFor: r.BreakerOpenFor, BreakerHalfOpenProbes: r.BreakerHalfOpenProbes,
+		DisableBreaker: r.DisableBreaker, MaxInFlight: r.MaxInFlight, MaxWait: r.MaxWait}
 }

@@ -91,3 +91,28 @@ func (c *Client) Stats() Stats {
 	}
 	return st
 }
+
+// ReliabilityStats is a snapshot of the reliability stack's counters.
+type ReliabilityStats struct {
+	// Breaker is the breaker's state now (BreakerClosed when disabled).
+	Breaker BreakerState
+	// BreakerOpened counts transitions to open.
+	BreakerOpened uint64
+	// Retries counts retried attempts; Refused counts calls the open
+	// breaker refused; Shed counts calls refused by backpressure.
+	Retries, Refused, Shed uint64
+	// Degraded counts Redis failures absorbed by FailOpen (reads turned
+	// into misses, writes absorbed).
+	Degraded uint64
+}
+
+// ReliabilityStats returns the reliability stack's counters; the zero
+// value when Options.Reliability was nil.
+func (c *Client) ReliabilityStats() ReliabilityStats {
+	if c.rel == nil {
+		return ReliabilityStats{}
+	}
+	g := c.rel.Stats()
+	return ReliabilityStats{Breaker: g.Breaker, BreakerOpened: g.Opened, Retries: g.Retries,
+		Refused: g.Refused, Shed: g.Shed, Degraded: c.stats.degraded.Load()}
+}

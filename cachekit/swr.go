@@ -303,7 +303,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		return nil // a newer write won; drop ours
 	}
 	var swapped bool
-	err = c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
+	err = c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
 		channel, msg := "", []byte(nil)
 		if c.inv != nil {
 			channel, msg = c.inv.channel, c.publishMsg(key)

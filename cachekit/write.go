@@ -82,7 +82,7 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 // publish is a warning: the value is stored.
 func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
 	full := c.fullKey(key)
-	err := c.rel.doSized(ctx, "set", len(stored), func(ctx context.Context) error {
+	err := c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
 		if c.inv == nil {
 			return c.l2.Set(ctx, full, stored, ttl)
 		}

@@ -150,6 +150,23 @@ func (e *urlError) Unwrap() error { return ErrInvalidURL }
 // Client returns the go-redis client the Store was built with.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
+// DriverSettings reports the go-redis client's settings that decide
+// whether a Redis call can outlive its caller's deadline
+// (ContextTimeoutEnabled) and whether it retries on its own (MaxRetries);
+// known is false for a client type other than go-redis's Client,
+// ClusterClient and Ring.
+func (s *Store) DriverSettings() (ctxTimeouts bool, retries int, known bool) {
+	switch r := s.rdb.(type) {
+	case *redis.Client:
+		return r.Options().ContextTimeoutEnabled, r.Options().MaxRetries, true
+	case *redis.ClusterClient:
+		return r.Options().ContextTimeoutEnabled, r.Options().MaxRetries, true
+	case *redis.Ring:
+		return r.Options().ContextTimeoutEnabled, r.Options().MaxRetries, true
+	}
+	return false, 0, false
+}
+
 // Close makes every later call return ErrClosed. It does not close the
 // go-redis client. It is idempotent and always returns nil.
 func (s *Store) Close() error {

@@ -51,3 +51,11 @@ func IsTransient(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
 }
+
+// Answered reports whether err (from a PING) shows Redis answering: no
+// error, or an error reply from the server itself (LOADING, NOAUTH...). A
+// timeout, a refused or closed connection, a TLS or dial failure do not.
+func Answered(err error) bool {
+	var re redis.Error
+	return err == nil || errors.As(err, &re)
+}

@@ -1,30 +1,30 @@
-package cachekit
+package guard
 
 import (
 	"sync"
 	"time"
 )
 
-// BreakerState is the state of the circuit breaker in front of Redis.
-type BreakerState int
+// State is the state of the circuit breaker in front of Redis.
+type State int
 
 // The breaker's states. Closed lets every call through; Open refuses calls
-// without touching Redis until Redis is seen answering again (a background
-// PING, Client.Ping, or tracking reconnecting) or BreakerOpenFor has passed;
+// without touching Redis until Redis is seen answering again (the
+// background PING, or the owner's Answered) or BreakerOpenFor has passed;
 // HalfOpen lets a few probe calls through, and their outcome closes or
 // reopens it.
 const (
-	BreakerClosed BreakerState = iota
-	BreakerOpen
-	BreakerHalfOpen
+	Closed State = iota
+	Open
+	HalfOpen
 )
 
 // String returns "closed", "open" or "half-open".
-func (s BreakerState) String() string {
+func (s State) String() string {
 	switch s {
-	case BreakerOpen:
+	case Open:
 		return "open"
-	case BreakerHalfOpen:
+	case HalfOpen:
 		return "half-open"
 	default:
 		return "closed"
@@ -41,18 +41,14 @@ type breaker struct {
 	now       func() time.Time
 	// onChange hears every transition, in order, under mu: it must not
 	// call back into the breaker. nil: nobody listens.
-	onChange func(from, to BreakerState, openedAt time.Time)
+	onChange func(from, to State, openedAt time.Time)
 
 	mu       sync.Mutex
-	state    BreakerState
+	state    State
 	failures int       // consecutive failures while closed
 	openedAt time.Time // when the breaker last opened
 	inProbe  int       // probe calls in flight while half-open
 	opened   uint64    // times the breaker opened
-}
-
-func newBreaker(r *Reliability, now func() time.Time) *breaker {
-	return &breaker{threshold: r.BreakerThreshold, openFor: r.BreakerOpenFor, probes: r.BreakerHalfOpenProbes, now: now}
 }
 
 // allow reports whether a call may go to Redis, and whether it is a
@@ -61,13 +57,13 @@ func (b *breaker) allow() (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch b.state {
-	case BreakerClosed:
+	case Closed:
 		return true, false
-	case BreakerOpen:
+	case Open:
 		if b.now().Sub(b.openedAt) < b.openFor {
 			return false, false
 		}
-		b.set(BreakerHalfOpen)
+		b.set(HalfOpen)
 		b.inProbe = 0
 	}
 	if b.inProbe >= b.probes {
@@ -92,7 +88,7 @@ func (b *breaker) record(probe bool, o outcome) (tripped bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if probe {
-		if b.state != BreakerHalfOpen {
+		if b.state != HalfOpen {
 			return false // another probe or the health check already decided
 		}
 		b.inProbe--
@@ -107,11 +103,11 @@ func (b *breaker) record(probe bool, o outcome) (tripped bool) {
 	}
 	switch o {
 	case outcomeSuccess:
-		if b.state == BreakerClosed {
+		if b.state == Closed {
 			b.failures = 0
 		}
 	case outcomeFailure:
-		if b.state != BreakerClosed {
+		if b.state != Closed {
 			return false
 		}
 		b.failures++
@@ -129,7 +125,7 @@ func (b *breaker) record(probe bool, o outcome) (tripped bool) {
 func (b *breaker) refusing() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == BreakerOpen && b.now().Sub(b.openedAt) < b.openFor
+	return b.state == Open && b.now().Sub(b.openedAt) < b.openFor
 }
 
 // answered is evidence that Redis answers (a PING succeeded, tracking
@@ -137,7 +133,7 @@ func (b *breaker) refusing() bool {
 func (b *breaker) answered() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state != BreakerClosed {
+	if b.state != Closed {
 		b.close()
 	}
 }
@@ -146,13 +142,13 @@ func (b *breaker) answered() {
 func (b *breaker) isClosed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state == BreakerClosed
+	return b.state == Closed
 }
 
 // trip opens the breaker. The caller holds mu.
 func (b *breaker) trip() {
 	b.openedAt = b.now()
-	b.set(BreakerOpen)
+	b.set(Open)
 	b.failures = 0
 	b.inProbe = 0
 	b.opened++
@@ -160,13 +156,13 @@ func (b *breaker) trip() {
 
 // close closes the breaker. The caller holds mu.
 func (b *breaker) close() {
-	b.set(BreakerClosed)
+	b.set(Closed)
 	b.failures = 0
 	b.inProbe = 0
 }
 
 // set changes the state and reports the transition. The caller holds mu.
-func (b *breaker) set(to BreakerState) {
+func (b *breaker) set(to State) {
 	from := b.state
 	b.state = to
 	if from != to && b.onChange != nil {
@@ -176,12 +172,12 @@ func (b *breaker) set(to BreakerState) {
 
 // snapshot returns the state (an open breaker whose wait is over reads as
 // half-open) and how many times it opened.
-func (b *breaker) snapshot() (BreakerState, uint64) {
+func (b *breaker) snapshot() (State, uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.state
-	if st == BreakerOpen && b.now().Sub(b.openedAt) >= b.openFor {
-		st = BreakerHalfOpen
+	if st == Open && b.now().Sub(b.openedAt) >= b.openFor {
+		st = HalfOpen
 	}
 	return st, b.opened
 }
