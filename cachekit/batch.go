@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -23,18 +24,18 @@ import (
 // them), are left out and reported together in the returned error
 // (errors.Join of *EntryError); the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
-	ctx, oc := c.beginBatch(ctx, opMGet, len(keys))
+	ctx, oc := c.obs.Begin(ctx, observe.OpMGet, "", len(keys))
 	out, r, err := mgetAs[T](ctx, c, keys)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return out, err
 }
 
 // mgetAs is MGet without observing the operation. Its result's tier is L1
 // when L1 answered every key, else the last tier asked: L2 when there is
 // one.
-func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T, result, error) {
+func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T, observe.Result, error) {
 	out := make(map[string]T, len(keys))
-	r := result{tier: tierL1}
+	r := observe.Result{Tier: observe.L1}
 	l1Hits := 0
 	absorbed, err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
 		var v T
@@ -42,27 +43,27 @@ func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T,
 			return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
 		}
 		out[key] = v
-		r.size += len(payload)
+		r.Size += len(payload)
 		if tier == TierL1 {
 			l1Hits++
 		}
 		return nil
 	})
 	if c.l1 == nil || l1Hits < len(keys) {
-		r.tier = tierL2 // some key went on to Redis (or would have)
+		r.Tier = observe.L2 // some key went on to Redis (or would have)
 		if c.l2 == nil {
-			r.tier = tierL1
+			r.Tier = observe.L1
 		}
 	}
 	switch {
 	case absorbed != nil:
 		// FailOpen: the values read are returned, and the error tells an
 		// outage from misses (it matches *MissError and ErrNotFound).
-		r.out = outDegraded
+		r.Out = observe.Degraded
 		err = errors.Join(err, &MissError{Err: absorbed})
 	case err != nil:
 	case len(out) == 0 && len(keys) > 0:
-		r.out = outMiss
+		r.Out = observe.Miss
 	}
 	return out, r, err
 }
@@ -183,19 +184,19 @@ func boolInt(b bool) int {
 // round trip to Redis, then in L1. Values are encoded and sealed exactly as
 // SetWithTTL does.
 func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Duration) error {
-	ctx, oc := c.beginBatch(ctx, opMSet, len(items))
+	ctx, oc := c.obs.Begin(ctx, observe.OpMSet, "", len(items))
 	r, err := c.mset(ctx, items, ttl)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return err
 }
 
-func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Duration) (result, error) {
+func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Duration) (observe.Result, error) {
 	if c.closed.Load() {
-		return result{}, ErrClosed
+		return observe.Result{}, ErrClosed
 	}
 	ttl, err := protocol.NormalizeTTL(ttl)
 	if err != nil {
-		return result{}, err
+		return observe.Result{}, err
 	}
 	s := getScratch()
 	defer putScratch(s)
@@ -203,15 +204,15 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 	keys := make([]string, 0, len(items))
 	for key, v := range items {
 		if err := c.checkKey(key); err != nil {
-			return result{}, err
+			return observe.Result{}, err
 		}
 		payload, err := c.encode(s, v)
 		if err != nil {
-			return result{}, err
+			return observe.Result{}, err
 		}
 		stored, err := c.sealBounded(ctx, s, key, payload)
 		if err != nil {
-			return result{}, err
+			return observe.Result{}, err
 		}
 		batch = append(batch, l2.Item{Key: c.fullKey(key), Value: stored, TTL: ttl})
 		keys = append(keys, key)
@@ -224,9 +225,9 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 	for _, it := range batch {
 		size += len(it.Value)
 	}
-	r := result{tier: tierL1, size: size}
+	r := observe.Result{Tier: observe.L1, Size: size}
 	if c.l2 != nil {
-		r.tier = tierL2
+		r.Tier = observe.L2
 		err := c.rel.DoSized(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
 		if err != nil {
 			c.stats.l2Errors.Add(1)
@@ -236,7 +237,7 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 			if c.degradable(ctx, err) {
 				c.stats.degraded.Add(1)
 				c.warn("redis write failed; MSet absorbed (fail-open)", "", err)
-				return result{tier: tierL2, out: outDegraded}, nil
+				return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
 			}
 			return r, err
 		}

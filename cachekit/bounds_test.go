@@ -1,8 +1,6 @@
 package cachekit
 
 import (
-	"github.com/cachekit-io/cachekit-go/internal/guard"
-
 	"context"
 	"errors"
 	"net"
@@ -13,6 +11,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 

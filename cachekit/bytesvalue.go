@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
 // AppendValue appends the []byte value stored under key to dst and returns
@@ -13,12 +14,12 @@ import (
 // when dst has room. The value must have been stored from a []byte
 // (otherwise ErrNotBytes).
 func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
-	return c.appendValue(ctx, opAppendValue, dst, key)
+	return c.appendValue(ctx, observe.OpAppendValue, dst, key)
 }
 
 // appendValue is AppendValue observed as op.
-func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key string) ([]byte, error) {
-	ctx, oc := c.begin(ctx, op, key)
+func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key string) ([]byte, error) {
+	ctx, oc := c.obs.Begin(ctx, op, key, 1)
 	s := getScratch()
 	// The remaining TTL is needed only to bound an L1 backfill: without L1
 	// a plain GETRANGE saves Redis a PTTL per read.
@@ -33,14 +34,14 @@ func (c *Client) appendValue(ctx context.Context, op opID, dst []byte, key strin
 	}
 	putScratch(s)
 	if oc != nil {
-		c.obs.end(ctx, oc, result{tier: tierOf(tier), size: len(payload)}, err)
+		c.obs.End(ctx, oc, observe.Result{Tier: observe.TierNamed(string(tier)), Size: len(payload)}, err)
 	}
 	return dst, err
 }
 
 // GetBytes returns a copy of the []byte value stored under key.
 func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
-	out, err := c.appendValue(ctx, opGetBytes, nil, key)
+	out, err := c.appendValue(ctx, observe.OpGetBytes, nil, key)
 	if err != nil {
 		return nil, err
 	}

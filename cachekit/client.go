@@ -11,10 +11,10 @@ import (
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -57,12 +57,11 @@ type Client struct {
 	// large-work slot is taken, holding it.
 	testHookLarge func()
 
-	rel *guard.Guard    // nil: reliability off
-	swr *swrState       // nil: SWR off
-	inv *invalidator    // nil: invalidation off
-	met *meters         // nil: metrics off
-	obs *observer       // nil: neither spans nor metrics
-	bg  context.Context // cancelled by Close: background work stops
+	rel *guard.Guard      // nil: reliability off
+	swr *swrState         // nil: SWR off
+	inv *invalidator      // nil: invalidation off
+	obs *observe.Observer // nil: neither spans nor metrics
+	bg  context.Context   // cancelled by Close: background work stops
 	// stopBG cancels bg.
 	stopBG context.CancelFunc
 
@@ -170,18 +169,13 @@ func New(opts Options) (*Client, error) {
 		c.l2 = l2.New(rdb)
 		c.ownsRedis = true
 	}
-	met, err := newMeters(opts.MeterProvider, c)
+	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
+		Digest: c.keyDigest, Classify: outcomeOf, Snapshot: c.snapshot})
 	if err != nil {
 		_ = c.closeParts()
 		return nil, err
 	}
-	c.met = met
-	if met != nil || opts.TracerProvider != nil {
-		c.obs = &observer{c: c, m: met}
-		if opts.TracerProvider != nil {
-			c.obs.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(moduleVersion()))
-		}
-	}
+	c.obs = obs
 	if opts.Reliability != nil {
 		c.rel = guard.New(opts.Reliability.config(), c.guardHooks())
 	}
@@ -240,7 +234,7 @@ func (c *Client) closeParts() error {
 	if c.swr != nil {
 		c.swr.wg.Wait()
 	}
-	c.met.close()
+	c.obs.Close()
 	if c.enc != nil {
 		err = c.enc.Close()
 	}

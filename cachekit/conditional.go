@@ -5,6 +5,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -19,9 +20,9 @@ import (
 // (without encryption, another writer storing the identical value reads
 // the same way).
 func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
-	ctx, oc := c.begin(ctx, opSetIfAbsent, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpSetIfAbsent, key, 1)
 	stored, r, err := c.setCond(ctx, key, value, ttl, false)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return stored, err
 }
 
@@ -30,31 +31,31 @@ func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl tim
 // L1 and errors are as for SetIfAbsent; when Redis does not hold key, this
 // process's L1 drops it too.
 func (c *Client) SetIfPresent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
-	ctx, oc := c.begin(ctx, opSetIfPresent, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpSetIfPresent, key, 1)
 	stored, r, err := c.setCond(ctx, key, value, ttl, true)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return stored, err
 }
 
-func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Duration, ifExists bool) (bool, result, error) {
+func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Duration, ifExists bool) (bool, observe.Result, error) {
 	if c.closed.Load() {
-		return false, result{}, ErrClosed
+		return false, observe.Result{}, ErrClosed
 	}
 	ttl, err := protocol.NormalizeTTL(ttl)
 	if err != nil {
-		return false, result{}, err
+		return false, observe.Result{}, err
 	}
 	sealed, err := c.sealValue(ctx, key, value)
 	if err != nil {
-		return false, result{}, err
+		return false, observe.Result{}, err
 	}
 	if c.l2 == nil {
 		// L1 only: the check and the store are one step under the key's
 		// write lock, against every other writer in this process.
 		if !c.l1.SetIfPresence(key, sealed, ttl, ifExists) {
-			return false, result{tier: tierL1, out: outNotStored}, nil
+			return false, observe.Result{Tier: observe.L1, Out: observe.NotStored}, nil
 		}
-		return true, result{tier: tierL1, size: len(sealed)}, nil
+		return true, observe.Result{Tier: observe.L1, Size: len(sealed)}, nil
 	}
 	t := c.ticket(key)
 	full := c.fullKey(key)
@@ -77,13 +78,13 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	if err != nil {
 		c.stats.l2Errors.Add(1)
 		c.dropL1(key) // L2 state unknown
-		return false, result{tier: tierL2}, err
+		return false, observe.Result{Tier: observe.L2}, err
 	}
 	if !ok {
 		if ifExists {
 			c.dropL1(key) // Redis does not hold key
 		}
-		return false, result{tier: tierL2, out: outNotStored}, nil
+		return false, observe.Result{Tier: observe.L2, Out: observe.NotStored}, nil
 	}
 	if c.inv != nil {
 		err := c.rel.Do(ctx, "publish", func(ctx context.Context) error {
@@ -100,5 +101,5 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	if c.swr != nil {
 		c.swr.rewritten(key, c.now(), ttl)
 	}
-	return true, result{tier: tierL2, size: len(sealed)}, nil
+	return true, observe.Result{Tier: observe.L2, Size: len(sealed)}, nil
 }

@@ -40,11 +40,11 @@ func (c *Client) guardHooks() guard.Hooks {
 	if c.l2 != nil {
 		h.Transient, h.Ping, h.Background = c.l2.RefreshTopology, c.l2.Ping, c.bg
 	}
-	if c.met != nil {
-		h.Retry = c.met.retry
+	if c.obs != nil {
+		h.Retry = c.obs.Retry
 	}
-	if c.obs != nil && c.obs.tracer != nil {
-		h.Refuse = func(ctx context.Context) { c.event(ctx, "cachekit.breaker_refused") }
+	if c.obs.Tracing() {
+		h.Refuse = func(ctx context.Context) { c.obs.Event(ctx, "cachekit.breaker_refused") }
 	}
 	return h
 }
@@ -63,7 +63,7 @@ func (c *Client) breakerChanged(from, to BreakerState, openedAt time.Time) {
 		c.log.LogAttrs(ctx, slog.LevelInfo, "cachekit: circuit breaker closed: redis answers again",
 			slog.Duration("open_for", c.now().Sub(openedAt)))
 	}
-	c.met.breakerTransition(ctx, to)
+	c.obs.BreakerTransition(ctx, int(to))
 }
 
 // checkInjected warns once when an injected go-redis client would let a

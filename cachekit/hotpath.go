@@ -15,23 +15,25 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
 // Get decodes the value stored under key into dst, a non-nil pointer. It
 // returns ErrNotFound when neither tier has the key.
 func (c *Client) Get(ctx context.Context, key string, dst any) error {
-	_, err := c.get(ctx, opGet, key, dst, false)
+	_, err := c.get(ctx, observe.OpGet, key, dst, false)
 	return err
 }
 
 // get is Get and, with wantTTL, GetWithTTL, observed as op: it also
 // returns how long the entry has left (L1's remaining time on an L1 hit,
 // Redis's PTTL otherwise).
-func (c *Client) get(ctx context.Context, op opID, key string, dst any, wantTTL bool) (time.Duration, error) {
-	ctx, oc := c.begin(ctx, op, key)
+func (c *Client) get(ctx context.Context, op observe.Op, key string, dst any, wantTTL bool) (time.Duration, error) {
+	ctx, oc := c.obs.Begin(ctx, op, key, 1)
 	left, tier, size, err := c.getPayload(ctx, key, dst, wantTTL)
 	if oc != nil { // the result is built only for an observer
-		c.obs.end(ctx, oc, result{tier: tierOf(tier), size: size}, err)
+		c.obs.End(ctx, oc, observe.Result{Tier: observe.TierNamed(string(tier)), Size: size}, err)
 	}
 	return left, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -21,13 +22,13 @@ func InteropKey(namespace, operation string, args ...any) (string, error) {
 func (c *Client) InteropSet(ctx context.Context, namespace, operation string, args []any, value any, ttl time.Duration) error {
 	key, err := c.interopKey(namespace, operation, args)
 	if err != nil {
-		ctx, oc := c.beginBatch(ctx, opInteropSet, 0) // no key to digest
-		c.end(ctx, oc, result{}, err)
+		ctx, oc := c.obs.Begin(ctx, observe.OpInteropSet, "", 0) // no key to digest
+		c.obs.End(ctx, oc, observe.Result{}, err)
 		return err
 	}
-	ctx, oc := c.begin(ctx, opInteropSet, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpInteropSet, key, 1)
 	r, err := c.setWithTTL(ctx, key, value, ttl)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return err
 }
 
@@ -36,11 +37,11 @@ func (c *Client) InteropSet(ctx context.Context, namespace, operation string, ar
 func (c *Client) InteropGet(ctx context.Context, namespace, operation string, args []any, dst any) error {
 	key, err := c.interopKey(namespace, operation, args)
 	if err != nil {
-		ctx, oc := c.beginBatch(ctx, opInteropGet, 0) // no key to digest
-		c.end(ctx, oc, result{}, err)
+		ctx, oc := c.obs.Begin(ctx, observe.OpInteropGet, "", 0) // no key to digest
+		c.obs.End(ctx, oc, observe.Result{}, err)
 		return err
 	}
-	_, err = c.get(ctx, opInteropGet, key, dst, false)
+	_, err = c.get(ctx, observe.OpInteropGet, key, dst, false)
 	return err
 }
 

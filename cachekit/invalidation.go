@@ -135,7 +135,7 @@ func (c *Client) onInvalidation(fullKeys []string) {
 		c.dropL1(key)
 		c.leaseWaits.wake(key, false)
 		c.inv.applied.Add(1)
-		c.met.invalidation(context.Background())
+		c.obs.Invalidation(context.Background())
 	}
 }
 

@@ -167,7 +167,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			if !waited {
 				waited = true
 				c.stats.leaseWaits.Add(1)
-				c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
+				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
 			err := c.awaitLease(ctx, wake, wait, left)
 			c.leaseWaits.remove(key, wake)

@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -59,20 +59,20 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // return its value without storing it (no second read, lock or write to a
 // failing Redis).
 func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
-	ctx, oc := c.begin(ctx, opGetOrLoad, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpGetOrLoad, key, 1)
 	v, r, err := getOrLoad(ctx, c, key, ttl, load)
-	err, r.loaderFailed = unwrapLoader(err)
-	c.end(ctx, oc, r, err)
+	err, r.LoaderFailed = unwrapLoader(err)
+	c.obs.End(ctx, oc, r, err)
 	return v, err
 }
 
-func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, result, error) {
+func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, observe.Result, error) {
 	var zero T
 	if _, err := protocol.NormalizeTTL(ttl); err != nil {
-		return zero, result{}, err
+		return zero, observe.Result{}, err
 	}
 	var v T
-	var r result
+	var r observe.Result
 	var err error
 	if c.swr != nil {
 		v, r, err = getSWR(ctx, c, key, ttl, load)
@@ -108,18 +108,18 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		}
 	}
 	if !led {
-		c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "single_flight"),
+		c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "single_flight"),
 			attribute.Int64("cachekit.wait_us", time.Since(waitStart).Microseconds()))
 	}
-	r = result{out: outLoaded}
+	r = observe.Result{Out: observe.Loaded}
 	if degraded {
-		r.out = outDegraded
+		r.Out = observe.Degraded
 	}
 	if err != nil {
 		if c.closed.Load() && errors.Is(err, context.Canceled) {
-			return zero, result{}, ErrClosed
+			return zero, observe.Result{}, ErrClosed
 		}
-		return zero, result{}, err
+		return zero, observe.Result{}, err
 	}
 	if v, ok := res.(T); ok {
 		return v, r, nil
@@ -212,7 +212,7 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 // or the loader's override. Its error is marked as the loader's (see
 // loaderError).
 func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
-	ctx, done := c.startLoad(ctx)
+	ctx, done := c.obs.StartLoad(ctx, isNotFound)
 	defer func() {
 		if r := recover(); r != nil {
 			done(errLoaderPanic(r))
@@ -273,7 +273,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 			})
 		}, nil, false
 	}
-	c.event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
+	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
 	deadline := c.now().Add(c.leaseTTL)
 	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
 		select {
@@ -286,13 +286,6 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 		}
 	}
 	return noop, nil, false
-}
-
-// errLoaderPanic is the error a recovered loader panic becomes, marked as
-// the loader's (error.type "loader"). The panic value may hold data: only
-// its type is named.
-func errLoaderPanic(r any) error {
-	return &loaderError{fmt.Errorf("cachekit: loader panicked (%T)", r)}
 }
 
 // normalizeTTL applies the protocol's TTL rules.

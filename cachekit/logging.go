@@ -67,7 +67,7 @@ func errorAttrs(err error) []slog.Attr {
 		root = next
 	}
 	attrs := []slog.Attr{
-		slog.String("error.type", classNames[classify(err)]),
+		slog.String("error.type", classify(err).String()),
 		slog.String("error.go_type", fmt.Sprintf("%T", err)),
 		slog.String("error.cause_go_type", fmt.Sprintf("%T", root)),
 	}

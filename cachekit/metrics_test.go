@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
@@ -160,9 +161,9 @@ func TestMetricsRecorded(t *testing.T) {
 		"cachekit.decrypt.failures{reason=auth,tier=l2}":                                        1,
 		"cachekit.encrypt.nonces{}":                                                             7,
 		"cachekit.breaker.state{}":                                                              0,
-		"scope github.com/cachekit-io/cachekit-go/cachekit@" + moduleVersion():                  1,
+		"scope github.com/cachekit-io/cachekit-go/cachekit@" + observe.ModuleVersion():          1,
 	}
-	if moduleVersion() == "" {
+	if observe.ModuleVersion() == "" {
 		t.Error("the instrumentation scope has no version")
 	}
 	for k, v := range want {
@@ -184,7 +185,7 @@ func TestMetricsRecorded(t *testing.T) {
 func TestAllocsEncryptedAppendValueL1HitNoopMetrics(t *testing.T) {
 	// Not parallel: counts allocations.
 	c := assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: noop.NewMeterProvider()})
-	if c.met == nil {
+	if c.obs == nil {
 		t.Fatal("metrics not set up with an explicit provider")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
 // MGetOrLoad returns the cached values of keys and, for the keys not
@@ -32,14 +34,14 @@ import (
 // loaded with the batch and returned without being stored (batches do not
 // wait for other Clients' loads).
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
-	ctx, oc := c.beginBatch(ctx, opMGetOrLoad, len(keys))
+	ctx, oc := c.obs.Begin(ctx, observe.OpMGetOrLoad, "", len(keys))
 	out, r, err := mgetOrLoad(ctx, c, keys, loader)
-	err, r.loaderFailed = unwrapLoader(err)
-	c.end(ctx, oc, r, err)
+	err, r.LoaderFailed = unwrapLoader(err)
+	c.obs.End(ctx, oc, r, err)
 	return out, err
 }
 
-func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, result, error) {
+func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, observe.Result, error) {
 	out, r, err := mgetAs[T](ctx, c, keys)
 	if err != nil && !onlyEntryErrors(err) {
 		return nil, r, err
@@ -55,8 +57,8 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 	if len(missing) == 0 {
 		return out, r, nil
 	}
-	if r.out != outDegraded { // a FailOpen read's loads stay "degraded", as GetOrLoad's
-		r.out = outLoaded
+	if r.Out != observe.Degraded { // a FailOpen read's loads stay "degraded", as GetOrLoad's
+		r.Out = observe.Loaded
 	}
 	joined := time.Now()
 	lead, flights, run := c.flights.claim(ctx, c.bg, c.loadTimeout, missing)
@@ -76,7 +78,7 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			for j := i; j < len(flights); j++ {
 				c.flights.leave(missing[j], flights[j])
 			}
-			return nil, result{}, ctx.Err()
+			return nil, observe.Result{}, ctx.Err()
 		case <-f.ctx.Done():
 			// Timed out or cancelled by Close, as in GetOrLoad: stop
 			// waiting even if the loader ignores its ctx.
@@ -87,9 +89,9 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 					c.flights.leave(missing[j], flights[j])
 				}
 				if c.closed.Load() {
-					return nil, result{}, ErrClosed
+					return nil, observe.Result{}, ErrClosed
 				}
-				return nil, result{}, f.ctx.Err()
+				return nil, observe.Result{}, f.ctx.Err()
 			}
 		}
 		val := f.val
@@ -112,7 +114,7 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 					out[k] = v
 				case errors.Is(err, ErrNotFound):
 				default:
-					return nil, result{}, err
+					return nil, observe.Result{}, err
 				}
 				continue
 			}
@@ -126,9 +128,9 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			}
 		case errors.Is(f.err, ErrNotFound):
 		case c.closed.Load() && errors.Is(f.err, context.Canceled):
-			return nil, result{}, ErrClosed
+			return nil, observe.Result{}, ErrClosed
 		default:
-			return nil, result{}, f.err
+			return nil, observe.Result{}, f.err
 		}
 	}
 	return out, r, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -16,18 +17,18 @@ import (
 // their invalidation messages when Options.Invalidation is on. Deleting a
 // key that is not cached is not an error.
 func (c *Client) Delete(ctx context.Context, keys ...string) error {
-	var oc *opCall
+	var oc *observe.Call
 	if len(keys) == 1 {
-		ctx, oc = c.begin(ctx, opDelete, keys[0])
+		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, keys[0], 1)
 	} else {
-		ctx, oc = c.beginBatch(ctx, opDelete, len(keys))
+		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, "", len(keys))
 	}
 	err := c.delete(ctx, keys)
-	r := result{tier: tierL1}
+	r := observe.Result{Tier: observe.L1}
 	if c.l2 != nil {
-		r.tier = tierL2
+		r.Tier = observe.L2
 	}
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return err
 }
 
@@ -92,18 +93,18 @@ func (c *Client) deleteL2(ctx context.Context, keys []string) error {
 // expiry, except with Options.Invalidation on, where Redis reports the
 // PEXPIRE and they drop their copies.
 func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error {
-	ctx, oc := c.begin(ctx, opTouch, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpTouch, key, 1)
 	err := c.touch(ctx, key, ttl)
-	c.end(ctx, oc, c.tierAsked(), err)
+	c.obs.End(ctx, oc, c.tierAsked(), err)
 	return err
 }
 
 // tierAsked is the result of a command that asks Redis, or L1 without it.
-func (c *Client) tierAsked() result {
+func (c *Client) tierAsked() observe.Result {
 	if c.l2 != nil {
-		return result{tier: tierL2}
+		return observe.Result{Tier: observe.L2}
 	}
-	return result{tier: tierL1}
+	return observe.Result{Tier: observe.L1}
 }
 
 func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error {
@@ -172,23 +173,23 @@ func (c *Client) FlushLocal() {
 // Exists reports whether key is cached in L1 or L2. It does not open the
 // entry.
 func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
-	ctx, oc := c.begin(ctx, opExists, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpExists, key, 1)
 	ok, r, err := c.exists(ctx, key)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return ok, err
 }
 
-func (c *Client) exists(ctx context.Context, key string) (bool, result, error) {
+func (c *Client) exists(ctx context.Context, key string) (bool, observe.Result, error) {
 	if c.closed.Load() {
-		return false, result{}, ErrClosed
+		return false, observe.Result{}, ErrClosed
 	}
 	if c.l1 != nil {
 		if _, ok := c.l1.Get(key); ok {
-			return true, result{tier: tierL1}, nil
+			return true, observe.Result{Tier: observe.L1}, nil
 		}
 	}
 	if c.l2 == nil {
-		return false, result{tier: tierL1}, nil
+		return false, observe.Result{Tier: observe.L1}, nil
 	}
 	var ok bool
 	err := c.rel.Do(ctx, "exists", func(ctx context.Context) error {
@@ -199,16 +200,16 @@ func (c *Client) exists(ctx context.Context, key string) (bool, result, error) {
 	if err != nil {
 		c.stats.l2Errors.Add(1)
 	}
-	return ok, result{tier: tierL2}, err
+	return ok, observe.Result{Tier: observe.L2}, err
 }
 
 // TTL returns the remaining lifetime of key in L2. It returns ErrNotFound
 // for a missing key; in L1-only mode it returns ErrNotFound as well, since
 // L1 does not expose expiry times.
 func (c *Client) TTL(ctx context.Context, key string) (time.Duration, error) {
-	ctx, oc := c.begin(ctx, opTTL, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpTTL, key, 1)
 	d, err := c.ttl(ctx, key)
-	c.end(ctx, oc, c.tierAsked(), err)
+	c.obs.End(ctx, oc, c.tierAsked(), err)
 	return d, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
@@ -211,7 +212,7 @@ func (w *swrState) done(key string, now time.Time, failed bool) {
 // getSWR is GetOrLoad's read when SWR is on: it reads like Get, learns the
 // entry's expiry from L2 when it came from there, and starts a background
 // refresh when the entry is due.
-func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, result, error) {
+func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, observe.Result, error) {
 	var zero, v T
 	var ver l1.Version
 	if c.l1 != nil {
@@ -220,7 +221,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 	s := getScratch()
 	var served []byte // the sealed entry read: a refresh replaces exactly these bytes, or nothing
 	payload, tier, remaining, err := c.loadTTL(ctx, s, key, true, &served)
-	r := result{tier: tierOf(tier), size: len(payload)}
+	r := observe.Result{Tier: observe.TierNamed(string(tier)), Size: len(payload)}
 	if err == nil {
 		if derr := c.decode(payload, &v); derr != nil {
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: derr}
@@ -243,7 +244,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 			// version check drops the refresh anyway.
 			served, _ = c.l1.Get(key)
 		}
-		c.event(ctx, "cachekit.swr_refresh")
+		c.obs.Event(ctx, "cachekit.swr_refresh")
 		c.startRefresh(ctx, key, ttl, ver, served, func(rctx context.Context) (any, error) { return load(rctx) })
 	}
 	return v, r, nil
@@ -262,7 +263,7 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 		defer cancel()
 		err := c.refresh(rctx, key, ttl, ver, served, load)
 		c.swr.done(key, c.now(), err != nil)
-		c.met.swrRefresh(rctx, err == nil)
+		c.obs.SWRRefresh(rctx, err == nil)
 		if err != nil && c.bg.Err() == nil {
 			c.warn("SWR refresh failed; serving the stale entry until it expires", key, err)
 		}

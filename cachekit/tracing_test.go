@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
@@ -325,7 +326,7 @@ func TestNoTracerNoSpans(t *testing.T) {
 		t.Fatal("an observer without a provider")
 	}
 	ctx := context.WithValue(bg, attribute.Key("x"), 1)
-	if got, oc := c.begin(ctx, opGet, "k"); got != ctx || oc != nil {
+	if got, oc := c.obs.Begin(ctx, observe.OpGet, "k", 1); got != ctx || oc != nil {
 		t.Fatal("begin without providers changed the ctx or observes")
 	}
 }

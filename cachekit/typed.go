@@ -3,6 +3,8 @@ package cachekit
 import (
 	"context"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
 // Get returns the value stored under key decoded as a T.
@@ -10,7 +12,7 @@ import (
 //	user, err := cachekit.Get[User](ctx, client, "user:42")
 func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 	var v T
-	if _, err := c.get(ctx, opGet, key, &v, false); err != nil {
+	if _, err := c.get(ctx, observe.OpGet, key, &v, false); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -19,10 +21,10 @@ func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
 
 // getInner is Get not observed on its own: a read inside another operation
 // (GetOrLoad's, MGetOrLoad's).
-func getInner[T any](ctx context.Context, c *Client, key string) (T, result, error) {
+func getInner[T any](ctx context.Context, c *Client, key string) (T, observe.Result, error) {
 	var v T
 	_, tier, size, err := c.getPayload(ctx, key, &v, false)
-	r := result{tier: tierOf(tier), size: size}
+	r := observe.Result{Tier: observe.TierNamed(string(tier)), Size: size}
 	if err != nil {
 		var zero T
 		return zero, r, err
@@ -37,7 +39,7 @@ func getInner[T any](ctx context.Context, c *Client, key string) (T, result, err
 // without one by another tool).
 func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Duration, error) {
 	var v T
-	left, err := c.get(ctx, opGetWithTTL, key, &v, true)
+	left, err := c.get(ctx, observe.OpGetWithTTL, key, &v, true)
 	if err != nil {
 		var zero T
 		return zero, 0, err
@@ -57,9 +59,9 @@ func MSetWithTTL[T any](ctx context.Context, c *Client, items map[string]T, ttl 
 	for k, v := range items {
 		boxed[k] = v
 	}
-	ctx, oc := c.beginBatch(ctx, opMSet, len(items))
+	ctx, oc := c.obs.Begin(ctx, observe.OpMSet, "", len(items))
 	r, err := c.mset(ctx, boxed, ttl)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return err
 }
 

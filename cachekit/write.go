@@ -9,14 +9,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 // Set stores value under key for the Client's DefaultTTL.
 func (c *Client) Set(ctx context.Context, key string, value any) error {
-	ctx, oc := c.begin(ctx, opSet, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpSet, key, 1)
 	r, err := c.setWithTTL(ctx, key, value, c.defaultTTL)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return err
 }
 
@@ -30,26 +31,26 @@ func (c *Client) Set(ctx context.Context, key string, value any) error {
 // the write was absorbed (ReliabilityStats counts it as Degraded), and in
 // L1-only mode L1 admission may reject it (Stats counts L1Rejected).
 func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
-	ctx, oc := c.begin(ctx, opSetWithTTL, key)
+	ctx, oc := c.obs.Begin(ctx, observe.OpSetWithTTL, key, 1)
 	r, err := c.setWithTTL(ctx, key, value, ttl)
-	c.end(ctx, oc, r, err)
+	c.obs.End(ctx, oc, r, err)
 	return err
 }
 
-func (c *Client) setWithTTL(ctx context.Context, key string, value any, ttl time.Duration) (result, error) {
+func (c *Client) setWithTTL(ctx context.Context, key string, value any, ttl time.Duration) (observe.Result, error) {
 	if c.closed.Load() {
-		return result{}, ErrClosed
+		return observe.Result{}, ErrClosed
 	}
 	ttl, err := protocol.NormalizeTTL(ttl)
 	if err != nil {
-		return result{}, err
+		return observe.Result{}, err
 	}
 	stored, err := c.sealValue(ctx, key, value)
 	if err != nil {
-		return result{}, err
+		return observe.Result{}, err
 	}
 	r, err := c.store(ctx, key, stored, ttl)
-	r.size = len(stored)
+	r.Size = len(stored)
 	return r, err
 }
 
@@ -58,11 +59,11 @@ func (c *Client) setWithTTL(ctx context.Context, key string, value any, ttl time
 // overlapped the Redis round trip, L1 drops the key instead, since Redis may
 // hold the other value. Under FailOpen a failed L2 write is absorbed (and L1
 // dropped, so neither tier has the new value).
-func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) (result, error) {
+func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.Duration) (observe.Result, error) {
 	t := c.ticket(key)
-	r := result{tier: tierL1}
+	r := observe.Result{Tier: observe.L1}
 	if c.l2 != nil {
-		r.tier = tierL2
+		r.Tier = observe.L2
 		if err := c.writeL2(ctx, key, stored, ttl); err != nil {
 			c.dropL1(key) // L2 state unknown: never serve the old value from L1
 			return c.writeFailed(ctx, key, err)

@@ -1,8 +1,7 @@
-package cachekit
+package observe
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -10,11 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
-
-// meterName is the instrumentation scope of the Client's metrics.
-const meterName = "github.com/cachekit-io/cachekit-go/cachekit"
 
 // meters holds the instruments, created once in New, and the attribute
 // options the Client records with, built once (the per-operation ones on
@@ -32,11 +28,11 @@ type meters struct {
 	brkTrans    metric.Int64Counter
 	reg         metric.Registration
 
-	opSets         [int(numMetricOps) * int(numTiers) * int(numOutcomes) * int(numClasses)]atomic.Pointer[attrOpts]
+	opSets         [int(numOps) * int(numTiers) * int(numOutcomes) * int(numClasses)]atomic.Pointer[attrOpts]
 	loadSets       [numLoadOutcomes]attrOpts
 	failL1, failL2 [3][]metric.AddOption // by failReason
 	swrOK, swrFail []metric.AddOption
-	brkTo          [3][]metric.AddOption // by BreakerState
+	brkTo          [3][]metric.AddOption // by guard.State
 }
 
 // attrOpts is one attribute set as the options a counter and a histogram
@@ -65,11 +61,11 @@ func addOpt(kv ...attribute.KeyValue) []metric.AddOption {
 }
 
 // newMeters creates the instruments on mp; nil mp means metrics off.
-func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
+func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, error) {
 	if mp == nil {
 		return nil, nil
 	}
-	m := mp.Meter(meterName, metric.WithInstrumentationVersion(moduleVersion()))
+	m := mp.Meter(Scope, metric.WithInstrumentationVersion(ModuleVersion()))
 	mt := &meters{}
 	var err error
 	if mt.ops, err = m.Int64Counter("cachekit.operations",
@@ -175,32 +171,29 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 		idxAttrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("index", strconv.Itoa(i))))
 	}
 	mt.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		if c.l1 != nil {
-			st := c.l1.Stats()
-			o.ObserveInt64(l1Size, st.CostBytes)
-			o.ObserveInt64(l1Evict, int64(st.Evictions))
-			o.ObserveInt64(l1Reject, int64(st.Rejected))
+		st := snapshot()
+		if st.HasL1 {
+			o.ObserveInt64(l1Size, st.L1Bytes)
+			o.ObserveInt64(l1Evict, int64(st.L1Evictions))
+			o.ObserveInt64(l1Reject, int64(st.L1Rejected))
 		}
-		if c.enc != nil {
-			es := c.enc.Stats()
-			o.ObserveInt64(nonces, int64(es.Encryptions))
-			for i, n := range es.DecryptsByKey {
+		if st.HasEncryption {
+			o.ObserveInt64(nonces, int64(st.Encryptions))
+			for i, n := range st.DecryptsByKey {
 				o.ObserveInt64(keyIdx, int64(n), idxAttrs[i])
 			}
 		}
-		if c.rel != nil {
-			rs := c.ReliabilityStats()
-			o.ObserveInt64(brk, int64(rs.Breaker))
-			o.ObserveInt64(refused, int64(rs.Refused))
-			o.ObserveInt64(shed, int64(rs.Shed))
-			o.ObserveInt64(degraded, int64(rs.Degraded))
+		if st.HasGuard {
+			o.ObserveInt64(brk, int64(st.Breaker))
+			o.ObserveInt64(refused, int64(st.Refused))
+			o.ObserveInt64(shed, int64(st.Shed))
+			o.ObserveInt64(degraded, int64(st.Degraded))
 		}
-		if c.inv != nil {
-			is := c.InvalidationStats()
-			o.ObserveInt64(invLosses, int64(is.Losses))
-			o.ObserveInt64(invPubFail, int64(is.PublishFailures))
+		if st.HasInvalidation {
+			o.ObserveInt64(invLosses, int64(st.InvalidationLosses))
+			o.ObserveInt64(invPubFail, int64(st.PublishFailures))
 			tracking := int64(0)
-			if is.Tracking {
+			if st.Tracking {
 				tracking = 1
 			}
 			o.ObserveInt64(invTracking, tracking)
@@ -220,20 +213,20 @@ func newMeters(mp metric.MeterProvider, c *Client) (*meters, error) {
 	mt.swrOK = addOpt(attribute.String("outcome", "ok"))
 	mt.swrFail = addOpt(attribute.String("outcome", "error"))
 	for st := range mt.brkTo {
-		mt.brkTo[st] = addOpt(attribute.String("to", BreakerState(st).String()))
+		mt.brkTo[st] = addOpt(attribute.String("to", guard.State(st).String()))
 	}
 	return mt, nil
 }
 
 // recordOp counts one public operation and records its duration. Each
 // attribute combination is built the first time it is seen.
-func (m *meters) recordOp(ctx context.Context, op metricOp, tier tierIdx, out opOutcome, class errClass, d time.Duration) {
+func (m *meters) recordOp(ctx context.Context, op Op, tier Tier, out Outcome, class Class, d time.Duration) {
 	i := ((int(op)*int(numTiers)+int(tier))*int(numOutcomes)+int(out))*int(numClasses) + int(class)
 	a := m.opSets[i].Load()
 	if a == nil {
-		kv := []attribute.KeyValue{attribute.String("op", metricOpNames[op]), attribute.String("tier", tierNames[tier]),
+		kv := []attribute.KeyValue{attribute.String("op", ops[op].metric), attribute.String("tier", tierNames[tier]),
 			attribute.String("outcome", outcomeNames[out])}
-		if class != classNone {
+		if class != NoClass {
 			kv = append(kv, attribute.String("error.type", classNames[class]))
 		}
 		a = newAttrOpts(kv...)
@@ -249,24 +242,12 @@ func (m *meters) recordLoad(ctx context.Context, out loadOutcome, d time.Duratio
 	m.loadDur.Record(ctx, d.Seconds(), m.loadSets[out].rec...)
 }
 
-// failReason is the "reason" attribute of an entry that failed to open.
-func failReason(err error) int {
-	var fe *FormatError
-	switch {
-	case errors.Is(err, encryption.ErrAuthFailed):
-		return failAuth
-	case errors.As(err, &fe):
-		return failFormat
-	}
-	return failOther
-}
-
 // openFailed counts an entry of tier that failed to open for reason r.
 func (m *meters) openFailed(ctx context.Context, tier Tier, r int) {
 	if m == nil {
 		return
 	}
-	if tier == TierL1 {
+	if tier == L1 {
 		m.decryptFail.Add(ctx, 1, m.failL1[r]...)
 	} else {
 		m.decryptFail.Add(ctx, 1, m.failL2[r]...)
@@ -291,7 +272,7 @@ func (m *meters) swrRefresh(ctx context.Context, ok bool) {
 }
 
 // breakerTransition counts the breaker entering state to.
-func (m *meters) breakerTransition(ctx context.Context, to BreakerState) {
+func (m *meters) breakerTransition(ctx context.Context, to int) {
 	if m != nil {
 		m.brkTrans.Add(ctx, 1, m.brkTo[to]...)
 	}

@@ -1,4 +1,4 @@
-package cachekit
+package observe
 
 import (
 	"runtime/debug"
@@ -8,12 +8,15 @@ import (
 // modulePath is this module's import path.
 const modulePath = "github.com/cachekit-io/cachekit-go"
 
-// moduleVersion is this module's version as the binary's build information
+// Scope is the instrumentation scope of the Client's spans and metrics.
+const Scope = modulePath + "/cachekit"
+
+// ModuleVersion is this module's version as the binary's build information
 // records it: the version required when cachekit-go is a dependency (the
 // replacement's, when go.mod replaces it), the main module's version when
 // cachekit-go is built itself ("(devel)" from a clone), "" when unknown.
-// It is the version of the Client's instrumentation scope.
-var moduleVersion = sync.OnceValue(func() string {
+// It is the version of the instrumentation scope.
+var ModuleVersion = sync.OnceValue(func() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""

@@ -1,0 +1,167 @@
+package cachekit
+
+// What an outcome means to the caller and to the observer: a Redis failure
+// a read or write may absorb (Reliability.FailOpen), the error classes
+// metrics and logs name, entries that failed to open, and the loader's own
+// errors.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/l2"
+)
+
+// readFailed turns a failed Redis read into the error the caller sees: a
+// miss, a degraded miss under FailOpen, or the Redis error.
+func (c *Client) readFailed(ctx context.Context, key string, err error) error {
+	if errors.Is(err, l2.ErrNotFound) {
+		c.stats.l2Misses.Add(1)
+		return ErrNotFound
+	}
+	c.stats.l2Errors.Add(1)
+	if c.degradable(ctx, err) {
+		c.stats.degraded.Add(1)
+		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
+		return &MissError{Err: err}
+	}
+	return err
+}
+
+// writeFailed turns a failed Redis write into what the caller sees: nil
+// when FailOpen absorbs it (outcome degraded), else the Redis error.
+func (c *Client) writeFailed(ctx context.Context, key string, err error) (observe.Result, error) {
+	c.stats.l2Errors.Add(1)
+	if c.degradable(ctx, err) {
+		c.stats.degraded.Add(1)
+		c.warn("redis write failed; absorbed (fail-open)", key, err)
+		return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
+	}
+	return observe.Result{Tier: observe.L2}, err
+}
+
+// degradable reports whether a failed L2 call may be degraded under
+// FailOpen: a backend failure (not the caller's own cancellation or
+// deadline, even one that passed a timer tick before ctx.Err says so; not
+// a closed client).
+func (c *Client) degradable(ctx context.Context, err error) bool {
+	if !c.rel.FailOpen() || ctx.Err() != nil || guard.CallerExpired(ctx) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var be *BackendError
+	return errors.As(err, &be)
+}
+
+// outcomeOf tells the observer how a failed operation ended: a miss, a
+// read FailOpen degraded, or an error of some class.
+func outcomeOf(err error) (observe.Outcome, observe.Class) {
+	var me *MissError
+	switch {
+	case errors.As(err, &me):
+		return observe.Degraded, observe.NoClass
+	case errors.Is(err, ErrNotFound):
+		return observe.Miss, observe.NoClass
+	}
+	return observe.Failed, classify(err)
+}
+
+// classify names err's class: what a caller would branch on. A loader's
+// error is class Loader only when the operation says so
+// (Result.LoaderFailed), since the loader's error reaches the caller as it
+// is.
+func classify(err error) observe.Class {
+	var be *BackendError
+	var fe *FormatError
+	var pe *ProviderError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return observe.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return observe.Deadline
+	case errors.Is(err, ErrClosed):
+		return observe.Closed
+	case errors.Is(err, ErrCircuitOpen):
+		return observe.CircuitOpen
+	case errors.Is(err, ErrOverloaded):
+		return observe.Overloaded
+	case errors.Is(err, ErrWrongType):
+		return observe.WrongType
+	case errors.As(err, &be):
+		return observe.Redis
+	case errors.Is(err, ErrAuthFailed):
+		return observe.Auth
+	case errors.Is(err, ErrInvalidDestination), errors.Is(err, ErrInvalidTTL), errors.Is(err, ErrValueTooLarge),
+		errors.Is(err, ErrNotBytes), errors.Is(err, errEmptyKey):
+		return observe.Invalid
+	case errors.As(err, &fe):
+		return observe.Format
+	case errors.As(err, &pe):
+		return observe.Provider
+	}
+	return observe.Other
+}
+
+// openFailed counts an entry of tier that failed to open, in Stats, the
+// decrypt-failure metric and an event on the operation's span.
+func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
+	c.stats.openFailures(tier).Add(1)
+	c.obs.OpenFailed(ctx, observe.TierNamed(string(tier)), err)
+}
+
+// snapshot is what the observer's gauges report.
+func (c *Client) snapshot() observe.Snapshot {
+	var st observe.Snapshot
+	if c.l1 != nil {
+		ls := c.l1.Stats()
+		st.HasL1, st.L1Bytes, st.L1Evictions, st.L1Rejected = true, ls.CostBytes, ls.Evictions, ls.Rejected
+	}
+	if c.enc != nil {
+		es := c.enc.Stats()
+		st.HasEncryption, st.Encryptions, st.DecryptsByKey = true, es.Encryptions, es.DecryptsByKey
+	}
+	if c.rel != nil {
+		rs := c.ReliabilityStats()
+		st.HasGuard, st.Breaker, st.Refused, st.Shed, st.Degraded = true, int(rs.Breaker), rs.Refused, rs.Shed, rs.Degraded
+	}
+	if c.inv != nil {
+		is := c.InvalidationStats()
+		st.HasInvalidation, st.Tracking = true, is.Tracking
+		st.InvalidationLosses, st.PublishFailures = is.Losses, is.PublishFailures
+	}
+	return st
+}
+
+// loaderError marks an error as the loader's own on its way to the
+// operation that ran the loader, which unwraps it (see unwrapLoader) and
+// reports error.type "loader".
+type loaderError struct{ err error }
+
+func (e *loaderError) Error() string { return e.err.Error() }
+func (e *loaderError) Unwrap() error { return e.err }
+
+// unwrapLoader returns err without its loaderError mark, and whether it
+// had one. A nil err costs nothing (errors.As would allocate its target).
+func unwrapLoader(err error) (error, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var le *loaderError
+	if errors.As(err, &le) {
+		return le.err, true
+	}
+	return err, false
+}
+
+// errLoaderPanic is the error a recovered loader panic becomes, marked as
+// the loader's (error.type "loader"). The panic value may hold data: only
+// its type is named.
+func errLoaderPanic(r any) error {
+	return &loaderError{fmt.Errorf("cachekit: loader panicked (%T)", r)}
+}
+
+// isNotFound reports whether err matches ErrNotFound.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
