@@ -10,6 +10,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l1"
@@ -67,8 +68,8 @@ type Client struct {
 
 	closed     atomic.Bool
 	lastWarn   atomic.Int64
-	flights    flightGroup
-	leaseWaits leaseWaiters
+	flights    flight.Group
+	leaseWaits flight.Waiters
 	// testHookFill, when set (by tests, before use), runs after a load
 	// holding a lease and before its store.
 	testHookFill func(key string)
@@ -127,6 +128,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c.digestKey = digestKeyFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
+	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
 		c.inv = newInvalidator(opts.Invalidation)

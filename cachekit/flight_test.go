@@ -140,7 +140,7 @@ func TestLoadGoesOnForRemainingWaiters(t *testing.T) {
 		done <- err
 	}()
 	// The impatient caller joins the flight, then gives up.
-	waitWithin(t, time.Second, func() bool { return c.flights.waiting("k") == 2 })
+	waitWithin(t, time.Second, func() bool { return c.flights.Waiting("k") == 2 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("impatient caller: %v", err)
@@ -171,14 +171,4 @@ func TestLoadTimeoutBoundsLoader(t *testing.T) {
 	if _, err := New(Options{L1MaxBytes: 1, LoadTimeout: -1}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("negative LoadTimeout: %v, want ErrConfig", err)
 	}
-}
-
-// waiting returns how many callers wait for key's flight (0: none runs).
-func (g *flightGroup) waiting(key string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if f := g.m[key]; f != nil {
-		return f.waiters
-	}
-	return 0
 }

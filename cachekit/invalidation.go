@@ -124,7 +124,7 @@ func (c *Client) onInvalidation(fullKeys []string) {
 	c.inv.received.Add(1)
 	if fullKeys == nil {
 		c.flushL1()
-		c.leaseWaits.wake("", true)
+		c.leaseWaits.Wake("", true)
 		return
 	}
 	for _, full := range fullKeys {
@@ -133,7 +133,7 @@ func (c *Client) onInvalidation(fullKeys []string) {
 			continue
 		}
 		c.dropL1(key)
-		c.leaseWaits.wake(key, false)
+		c.leaseWaits.Wake(key, false)
 		c.inv.applied.Add(1)
 		c.obs.Invalidation(context.Background())
 	}
@@ -145,7 +145,7 @@ func (c *Client) onInvalidation(fullKeys []string) {
 func (c *Client) trackingDown(err error) {
 	c.inv.tracking.Store(false)
 	c.flushL1()
-	c.leaseWaits.wake("", true) // waiters poll from here on
+	c.leaseWaits.Wake("", true) // waiters poll from here on
 	c.inv.losses.Add(1)
 	c.warn("invalidation tracking lost; L1 bypassed until it is back", "", err)
 }

@@ -12,8 +12,6 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -34,70 +32,6 @@ const leasePollMax = 50 * time.Millisecond
 // about 100 ms).
 const leaseRecheck = 250 * time.Millisecond
 
-// leaseWaiters wakes the GetOrLoad calls waiting on other Clients' leases
-// when their key is invalidated.
-type leaseWaiters struct {
-	n  atomic.Int32 // waiters registered; onInvalidation skips the lock at 0
-	mu sync.Mutex
-	m  map[string]map[chan struct{}]struct{}
-}
-
-// add registers a waiter for key; remove must follow.
-func (w *leaseWaiters) add(key string) chan struct{} {
-	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.m == nil {
-		w.m = make(map[string]map[chan struct{}]struct{})
-	}
-	set := w.m[key]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		w.m[key] = set
-	}
-	set[ch] = struct{}{}
-	w.mu.Unlock()
-	w.n.Add(1)
-	return ch
-}
-
-func (w *leaseWaiters) remove(key string, ch chan struct{}) {
-	w.mu.Lock()
-	if set := w.m[key]; set != nil {
-		delete(set, ch)
-		if len(set) == 0 {
-			delete(w.m, key)
-		}
-	}
-	w.mu.Unlock()
-	w.n.Add(-1)
-}
-
-// wake wakes key's waiters; all of them when all is true.
-func (w *leaseWaiters) wake(key string, all bool) {
-	if w.n.Load() == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !all {
-		notify(w.m[key])
-		return
-	}
-	for _, set := range w.m {
-		notify(set)
-	}
-}
-
-// notify wakes each waiter of set that is not already woken.
-func notify(set map[chan struct{}]struct{}) {
-	for ch := range set {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // leases reports whether GetOrLoad plants leases: with Redis, outside
 // interop mode (interop keys are read by other SDKs, which know no
 // placeholder; they take the family's {key}:lock instead).
@@ -116,7 +50,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, leasePollMax) {
 		var wake chan struct{}
 		if c.fleetWait {
-			wake = c.leaseWaits.add(key) // before the look: no wake is missed
+			wake = c.leaseWaits.Add(key) // before the look: no wake is missed
 		}
 		t := c.ticket(key)
 		at := time.Now()
@@ -129,7 +63,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			return err
 		})
 		if wake != nil && (err != nil || state != l2.LeaseHeld) {
-			c.leaseWaits.remove(key, wake)
+			c.leaseWaits.Remove(key, wake)
 		}
 		if err != nil {
 			rerr := c.readFailed(ctx, key, err)
@@ -160,7 +94,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		case l2.LeaseHeld:
 			if !c.fleetWait || !time.Now().Before(giveUp) {
 				if wake != nil {
-					c.leaseWaits.remove(key, wake)
+					c.leaseWaits.Remove(key, wake)
 				}
 				return loadUnstored(ctx, c, load, ttl)
 			}
@@ -170,7 +104,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
 			err := c.awaitLease(ctx, wake, wait, left)
-			c.leaseWaits.remove(key, wake)
+			c.leaseWaits.Remove(key, wake)
 			if err != nil {
 				return nil, err
 			}

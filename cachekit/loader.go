@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,7 +91,7 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	var led bool
 	for try := 1; ; try++ {
 		joined := time.Now()
-		res, led, err = c.flights.do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
+		res, led, err = c.flights.Do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
 			return loadAndStore(lctx, c, key, ttl, load, degraded)
 		})
 		lr, ok := res.(leased)
@@ -290,106 +289,3 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 
 // normalizeTTL applies the protocol's TTL rules.
 func normalizeTTL(ttl time.Duration) (time.Duration, error) { return protocol.NormalizeTTL(ttl) }
-
-// flightGroup runs one function per key at a time and shares its result
-// with every caller that arrives while it runs.
-type flightGroup struct {
-	mu sync.Mutex
-	m  map[string]*flight
-}
-
-type flight struct {
-	done    chan struct{}
-	val     any
-	err     error
-	waiters int                // callers waiting; guarded by the group's mu
-	ctx     context.Context    // the function's ctx
-	cancel  context.CancelFunc // ends ctx
-}
-
-// do runs fn for key, or joins the run in progress; led reports that this
-// caller started the run. fn's ctx keeps ctx's values; it ends after
-// timeout, when bg ends (Close), or when every caller has stopped waiting.
-func (g *flightGroup) do(ctx, bg context.Context, timeout time.Duration, key string, fn func(context.Context) (any, error)) (_ any, led bool, _ error) {
-	g.mu.Lock()
-	if g.m == nil {
-		g.m = make(map[string]*flight)
-	}
-	f, ok := g.m[key]
-	led = !ok
-	if !ok {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		stop := context.AfterFunc(bg, cancel)
-		f = &flight{done: make(chan struct{}), ctx: fctx, cancel: func() { stop(); cancel() }}
-		g.m[key] = f
-		go g.run(fctx, key, f, fn)
-	}
-	f.waiters++
-	g.mu.Unlock()
-	select {
-	case <-f.done:
-		return f.val, led, f.err
-	case <-ctx.Done():
-		g.leave(key, f)
-		return nil, led, ctx.Err()
-	case <-f.ctx.Done():
-		// Timed out or cancelled by Close: whether or not the function
-		// honours its ctx, nobody waits for it any more, and the next
-		// caller starts afresh.
-		select {
-		case <-f.done:
-			return f.val, led, f.err
-		default:
-		}
-		g.forget(key, f)
-		return nil, led, f.ctx.Err()
-	}
-}
-
-// forget removes f from the group if it is still key's flight.
-func (g *flightGroup) forget(key string, f *flight) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m[key] == f {
-		delete(g.m, key)
-	}
-}
-
-// leave records that a caller stopped waiting for f. When none is left
-// and f has not finished, f is cancelled and forgotten: nobody is waiting
-// for it, and a later caller must not join a run that may be stuck.
-func (g *flightGroup) leave(key string, f *flight) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f.waiters--
-	if f.waiters > 0 {
-		return
-	}
-	select {
-	case <-f.done:
-		return
-	default:
-	}
-	f.cancel()
-	if g.m[key] == f {
-		delete(g.m, key)
-	}
-}
-
-func (g *flightGroup) run(ctx context.Context, key string, f *flight, fn func(context.Context) (any, error)) {
-	defer func() {
-		if r := recover(); r != nil {
-			f.err = errLoaderPanic(r)
-		}
-		g.mu.Lock()
-		if g.m[key] == f {
-			delete(g.m, key)
-		}
-		g.mu.Unlock()
-		// done before cancel: a waiter that sees the ctx end must find
-		// the result already there.
-		close(f.done)
-		f.cancel()
-	}()
-	f.val, f.err = fn(ctx)
-}

@@ -34,7 +34,7 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 		}()
 	}
 	// Let the load end once every caller has joined its flight.
-	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("user:42") == 100 })
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("user:42") == 100 })
 	close(release)
 	wg.Wait()
 	close(results)
@@ -73,12 +73,12 @@ func TestGetOrLoadCancelledWaiterDoesNotCancelLoad(t *testing.T) {
 		done <- err
 	}()
 	other := make(chan string, 1)
-	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 1 }) // the load runs
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("k") == 1 }) // the load runs
 	go func() {
 		v, _ := GetOrLoadTTL(bg, c, "k", time.Minute, loader)
 		other <- v
 	}()
-	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 2 }) // other joined it
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("k") == 2 }) // other joined it
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter got %v", err)

@@ -61,7 +61,7 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 		r.Out = observe.Loaded
 	}
 	joined := time.Now()
-	lead, flights, run := c.flights.claim(ctx, c.bg, c.loadTimeout, missing)
+	lead, flights, run := c.flights.Claim(ctx, c.bg, c.loadTimeout, missing)
 	led := make(map[string]bool, len(lead))
 	for _, k := range lead {
 		led[k] = true
@@ -73,29 +73,29 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 	}
 	for i, f := range flights {
 		select {
-		case <-f.done:
+		case <-f.Done():
 		case <-ctx.Done():
 			for j := i; j < len(flights); j++ {
-				c.flights.leave(missing[j], flights[j])
+				c.flights.Leave(missing[j], flights[j])
 			}
 			return nil, observe.Result{}, ctx.Err()
-		case <-f.ctx.Done():
+		case <-f.Context().Done():
 			// Timed out or cancelled by Close, as in GetOrLoad: stop
 			// waiting even if the loader ignores its ctx.
 			select {
-			case <-f.done:
+			case <-f.Done():
 			default:
 				for j := i; j < len(flights); j++ {
-					c.flights.leave(missing[j], flights[j])
+					c.flights.Leave(missing[j], flights[j])
 				}
 				if c.closed.Load() {
 					return nil, observe.Result{}, ErrClosed
 				}
-				return nil, observe.Result{}, f.ctx.Err()
+				return nil, observe.Result{}, f.Context().Err()
 			}
 		}
-		val := f.val
-		if lr, ok := val.(leased); ok && f.err == nil {
+		val, ferr := f.Result()
+		if lr, ok := val.(leased); ok && ferr == nil {
 			val = lr.v
 			if !led[missing[i]] && joined.After(lr.at) {
 				// Joined another caller's load after its value was last
@@ -120,17 +120,17 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			}
 		}
 		switch {
-		case f.err == nil:
+		case ferr == nil:
 			if v, ok := val.(T); ok {
 				out[missing[i]] = v
 			} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
 				out[missing[i]] = v // loaded by another caller as another type
 			}
-		case errors.Is(f.err, ErrNotFound):
-		case c.closed.Load() && errors.Is(f.err, context.Canceled):
+		case errors.Is(ferr, ErrNotFound):
+		case c.closed.Load() && errors.Is(ferr, context.Canceled):
 			return nil, observe.Result{}, ErrClosed
 		default:
-			return nil, observe.Result{}, f.err
+			return nil, observe.Result{}, ferr
 		}
 	}
 	return out, r, nil
@@ -186,64 +186,4 @@ func onlyEntryErrors(err error) bool {
 	var ee *EntryError
 	var me *MissError
 	return errors.As(err, &ee) || errors.As(err, &me)
-}
-
-// claim makes this caller the loader of every key in keys that no flight
-// is loading, and a waiter of every key's flight. It returns the keys it
-// leads, the flight of each key (in keys' order) and run, which the caller
-// must call (once, in its own goroutine) when it leads any key: run calls
-// load with the flights' ctx and resolves each led flight with its key's
-// value from load's map (ErrNotFound when the map has none, load's error
-// for all when it fails).
-func (g *flightGroup) claim(ctx, bg context.Context, timeout time.Duration, keys []string) (lead []string, flights []*flight, run func(load func(context.Context) (map[string]any, error))) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	stop := context.AfterFunc(bg, cancel)
-	var led []*flight
-	g.mu.Lock()
-	if g.m == nil {
-		g.m = make(map[string]*flight)
-	}
-	flights = make([]*flight, len(keys))
-	for i, k := range keys {
-		f, ok := g.m[k]
-		if !ok {
-			// A batch flight is not cancelled when its own waiters
-			// leave: other keys of the batch may still be waited for.
-			f = &flight{done: make(chan struct{}), ctx: fctx, cancel: func() {}}
-			g.m[k] = f
-			lead = append(lead, k)
-			led = append(led, f)
-		}
-		f.waiters++
-		flights[i] = f
-	}
-	g.mu.Unlock()
-	if len(lead) == 0 {
-		stop()
-		cancel()
-	}
-	return lead, flights, func(load func(context.Context) (map[string]any, error)) {
-		defer cancel()
-		defer stop()
-		vals, err := load(fctx)
-		g.mu.Lock()
-		for i, k := range lead {
-			f := led[i]
-			switch v, ok := vals[k]; {
-			case err != nil:
-				f.err = err
-			case ok:
-				f.val = v
-			default:
-				f.err = ErrNotFound
-			}
-			if g.m[k] == f {
-				delete(g.m, k)
-			}
-		}
-		g.mu.Unlock()
-		for _, f := range led {
-			close(f.done)
-		}
-	}
 }

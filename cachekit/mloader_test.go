@@ -140,7 +140,7 @@ func TestMGetOrLoadCallerCancel(t *testing.T) {
 		waiter <- m["k"]
 	}()
 	// Until the second caller waits on k's flight too.
-	waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 2 })
+	waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("k") == 2 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller = %v, want context.Canceled", err)

@@ -301,7 +301,7 @@ func TestSpanEvents(t *testing.T) {
 		}()
 		// The second caller joins the first one's load; let the load end
 		// once it has joined (it is counted as a waiter).
-		waitWithin(t, 5*time.Second, func() bool { return c.flights.waiting("k") == 2 })
+		waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("k") == 2 })
 		close(release)
 		<-done
 		waited := 0

@@ -1,0 +1,73 @@
+package flight
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Waiters wakes callers waiting for a key to change (a GetOrLoad waiting
+// on another Client's lease, woken by the key's invalidation). The zero
+// Waiters is ready to use.
+type Waiters struct {
+	n  atomic.Int32 // waiters registered; Wake skips the lock at 0
+	mu sync.Mutex
+	m  map[string]map[chan struct{}]struct{}
+}
+
+// Add registers a waiter for key and returns the channel that Wake
+// signals (at most one pending signal); Remove must follow.
+func (w *Waiters) Add(key string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = make(map[string]map[chan struct{}]struct{})
+	}
+	set := w.m[key]
+	if set == nil {
+		set = make(map[chan struct{}]struct{})
+		w.m[key] = set
+	}
+	set[ch] = struct{}{}
+	w.mu.Unlock()
+	w.n.Add(1)
+	return ch
+}
+
+// Remove unregisters a waiter Add returned.
+func (w *Waiters) Remove(key string, ch chan struct{}) {
+	w.mu.Lock()
+	if set := w.m[key]; set != nil {
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(w.m, key)
+		}
+	}
+	w.mu.Unlock()
+	w.n.Add(-1)
+}
+
+// Wake wakes key's waiters; every waiter of every key when all is true.
+func (w *Waiters) Wake(key string, all bool) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !all {
+		notify(w.m[key])
+		return
+	}
+	for _, set := range w.m {
+		notify(set)
+	}
+}
+
+// notify wakes each waiter of set that is not already woken.
+func notify(set map[chan struct{}]struct{}) {
+	for ch := range set {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
