@@ -131,7 +131,7 @@ func TestSWRKeepsTheLoadersTTL(t *testing.T) {
 		if _, err := GetOrLoadTTL(bg, c, "k", 10*time.Minute, load); err != nil {
 			t.Fatal(err)
 		}
-		c.swr.wg.Wait() // any refresh a read started has finished
+		c.swr.Wait() // any refresh a read started has finished
 	}
 	if n := calls.Load(); n > 2 {
 		t.Fatalf("20 reads of a fresh 1-minute entry ran the loader %d times", n)

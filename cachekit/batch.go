@@ -259,7 +259,7 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 			c.admit(k, tickets[i], batch[i].Value, ttl, true)
 		}
 		if c.swr != nil {
-			c.swr.rewritten(k, c.now(), ttl)
+			c.swr.Rewritten(k, c.now(), ttl)
 		}
 	}
 	return r, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -59,7 +60,7 @@ type Client struct {
 	testHookLarge func()
 
 	rel *guard.Guard      // nil: reliability off
-	swr *swrState         // nil: SWR off
+	swr *swr.State        // nil: SWR off
 	inv *invalidator      // nil: invalidation off
 	obs *observe.Observer // nil: neither spans nor metrics
 	bg  context.Context   // cancelled by Close: background work stops
@@ -234,7 +235,7 @@ func (c *Client) closeParts() error {
 		_ = c.inv.tracker.Close()
 	}
 	if c.swr != nil {
-		c.swr.wg.Wait()
+		c.swr.Wait()
 	}
 	c.obs.Close()
 	if c.enc != nil {

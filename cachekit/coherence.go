@@ -75,6 +75,6 @@ func (c *Client) dropL1(key string) {
 		c.l1.Delete(key)
 	}
 	if c.swr != nil {
-		c.swr.forget(key)
+		c.swr.Forget(key)
 	}
 }

@@ -99,7 +99,7 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		c.admit(key, t, sealed, ttl, true)
 	}
 	if c.swr != nil {
-		c.swr.rewritten(key, c.now(), ttl)
+		c.swr.Rewritten(key, c.now(), ttl)
 	}
 	return true, observe.Result{Tier: observe.L2, Size: len(sealed)}, nil
 }

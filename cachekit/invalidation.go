@@ -154,7 +154,7 @@ func (c *Client) trackingDown(err error) {
 func (c *Client) flushL1() {
 	c.l1.Clear()
 	if c.swr != nil {
-		c.swr.forgetAll()
+		c.swr.ForgetAll()
 	}
 	c.inv.flushes.Add(1)
 }

@@ -197,7 +197,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 			c.admit(key, t, stored, ttl, true)
 		}
 		if c.swr != nil {
-			c.swr.record(key, c.now(), ttl, ttl)
+			c.swr.Record(key, c.now(), ttl, ttl)
 		}
 		return leased{v: v, at: at}, nil
 	}

@@ -234,9 +234,7 @@ func TestSWRRefreshNeverOverwritesAWrite(t *testing.T) {
 
 // swrIdle reports whether no SWR refresh is running.
 func (c *Client) swrIdle() bool {
-	c.swr.mu.Lock()
-	defer c.swr.mu.Unlock()
-	return len(c.swr.refreshing) == 0
+	return c.swr.Refreshing() == 0
 }
 
 // Six Clients missing one cold key at once run one load, and every caller

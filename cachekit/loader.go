@@ -171,7 +171,7 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		return nil, err
 	}
 	if c.swr != nil {
-		c.swr.record(key, c.now(), ttl, ttl)
+		c.swr.Record(key, c.now(), ttl, ttl)
 	}
 	if _, err := c.setWithTTL(ctx, key, v, ttl); err != nil {
 		if errors.Is(err, ErrClosed) {

@@ -145,7 +145,7 @@ func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error
 		c.dropL1(key)
 	}
 	if c.swr != nil {
-		c.swr.rewritten(key, c.now(), ttl)
+		c.swr.Rewritten(key, c.now(), ttl)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func (c *Client) FlushLocal() {
 		c.l1.Clear()
 	}
 	if c.swr != nil {
-		c.swr.forgetAll()
+		c.swr.ForgetAll()
 	}
 }
 

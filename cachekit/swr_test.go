@@ -51,8 +51,8 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 	if v, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil || v != 1 {
 		t.Fatalf("cold: %d, %v", v, err)
 	}
-	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != 1 || c.swr.started.Load() != 0 {
-		t.Fatalf("fresh entry refreshed: %d, started %d", v, c.swr.started.Load())
+	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != 1 || c.swr.Stats().Started != 0 {
+		t.Fatalf("fresh entry refreshed: %d, started %d", v, c.swr.Stats().Started)
 	}
 	clk.add(swrDue)
 	blocked.Store(true)
@@ -60,8 +60,8 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 	if v, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil || v != 1 {
 		t.Fatalf("stale read: %d, %v", v, err)
 	}
-	if c.swr.started.Load() != 1 {
-		t.Fatalf("no refresh started: %d", c.swr.started.Load())
+	if c.swr.Stats().Started != 1 {
+		t.Fatalf("no refresh started: %d", c.swr.Stats().Started)
 	}
 	// One refresh per key: more reads while it runs start nothing.
 	for range 5 {
@@ -69,8 +69,8 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 			t.Fatalf("stale read during refresh: %d", v)
 		}
 	}
-	if c.swr.started.Load() != 1 {
-		t.Fatalf("second refresh of one key: %d", c.swr.started.Load())
+	if c.swr.Stats().Started != 1 {
+		t.Fatalf("second refresh of one key: %d", c.swr.Stats().Started)
 	}
 	close(release)
 	waitWithin(t, 5*time.Second, func() bool { v, _ := Get[int64](bg, c, "k"); return v == 2 })
@@ -103,8 +103,8 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	waitWithin(t, 5*time.Second, func() bool { c.swr.mu.Lock(); defer c.swr.mu.Unlock(); return len(c.swr.refreshing) == 0 })
-	c.swr.wg.Wait()
+	waitWithin(t, 5*time.Second, func() bool { return c.swr.Refreshing() == 0 })
+	c.swr.Wait()
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "user" {
 		t.Fatalf("L1 after refresh: %q, %v (the Set must win)", v, err)
 	}
@@ -136,7 +136,7 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("stale read: %q, %v", v, err)
 	}
-	waitWithin(t, 5*time.Second, func() bool { return c.swr.failed.Load() == 1 })
+	waitWithin(t, 5*time.Second, func() bool { return c.swr.Stats().Failed == 1 })
 	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("after a failed refresh: %q, %v", v, err)
 	}
@@ -179,7 +179,7 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s, sk := c.swr.started.Load(), c.swr.skipped.Load(); s != 1 || sk != 1 {
+	if s, sk := c.swr.Stats().Started, c.swr.Stats().Skipped; s != 1 || sk != 1 {
 		t.Fatalf("MaxRefreshes 1: started %d, skipped %d", s, sk)
 	}
 	close(release)

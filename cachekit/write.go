@@ -73,7 +73,7 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 		c.admit(key, t, stored, ttl, true)
 	}
 	if c.swr != nil {
-		c.swr.rewritten(key, c.now(), ttl)
+		c.swr.Rewritten(key, c.now(), ttl)
 	}
 	return r, nil
 }
