@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/codec"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
@@ -25,11 +26,10 @@ func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key
 	// a plain GETRANGE saves Redis a PTTL per read.
 	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil, nil)
 	if err == nil {
-		var raw []byte
-		if raw, err = binPayload(payload); err != nil {
-			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
-		} else {
+		if raw, ok := codec.Bin(payload); ok {
 			dst = chunked.Append(dst, raw)
+		} else {
+			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: ErrNotBytes}
 		}
 	}
 	putScratch(s)

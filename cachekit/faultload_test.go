@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cachekit-io/cachekit-go/internal/codec"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
@@ -314,7 +315,7 @@ func readsBack(ctx context.Context, c *Client, raw redis.UniversalClient, key, w
 		return false
 	}
 	var got string
-	return decodeInto(payload, &got, false) == nil && got == want
+	return codec.Decode(payload, &got, false) == nil && got == want
 }
 
 // writePre stores n keys before a fault; checkPre reads them back after it

@@ -1,4 +1,4 @@
-package cachekit
+package codec
 
 import (
 	"bytes"
@@ -16,19 +16,56 @@ import (
 // SDK. A reader must take any well-formed document (padded widths, unsorted
 // keys, float32, non-string map keys, ext types), and times travel as the
 // temporal sentinel map {"__datetime__": true, "value": <ISO-8601>}. The
-// functions here bridge that to Go: decodeInterop reads through the
+// functions here bridge that to Go: DecodeInterop reads through the
 // protocol's generic decoder and revives sentinels into time.Time;
-// canonicalTree turns a value the Go encoder produced (times as the
-// timestamp extension) into one the canonical writer takes.
+// AppendInterop writes the canonical encoding, turning a value the Go
+// encoder produced (times as the timestamp extension) into one the
+// canonical writer takes.
 
-// decodeInterop decodes an interop payload into dst. A typed destination
-// first tries the plain decoder (most documents are plain); *any, and any
-// document the plain decoder refuses (a datetime sentinel for a time.Time,
-// a non-string map key, an ext), go through the generic decoder.
-func decodeInterop(payload []byte, dst any, jsonTags bool) error {
+// AppendInterop appends the protocol's canonical encoding of v to dst and
+// returns the extended slice. Values the canonical writer takes directly
+// are written as they are; any other value (a struct, a typed map or slice)
+// is encoded with Append (jsonTags as there), decoded generically and
+// written canonically, its times (the Go encoder's timestamp extension)
+// becoming datetime sentinels. A value holding any other extension type
+// has no canonical form and is refused. On error it returns nil.
+func AppendInterop(dst []byte, v any, jsonTags bool) ([]byte, error) {
+	out, err := protocol.AppendCanonicalValue(dst, v)
+	if err == nil {
+		return out, nil
+	}
+	if !errors.Is(err, protocol.ErrUnsupported) {
+		return nil, err
+	}
+	raw, err := Append(nil, v, jsonTags)
+	if err != nil {
+		return nil, err
+	}
+	generic, err := protocol.DecodeMsgpack(raw, protocol.DefaultDecodeLimits)
+	if err != nil {
+		return nil, err
+	}
+	if generic, err = canonicalTree(generic); err != nil {
+		return nil, err
+	}
+	if out, err = protocol.AppendCanonicalValue(dst, generic); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeInterop decodes an interop payload into dst, which must be a
+// non-nil pointer. A typed destination first tries Decode (most documents
+// are plain); *any, and any document Decode refuses (a datetime sentinel
+// for a time.Time, a non-string map key, an ext), go through the
+// protocol's generic decoder under protocol.DefaultDecodeLimits, with
+// datetime sentinels revived into time.Time. A map key that no Go map can
+// hold (bytes, an array, a map, an ext) is an error for a typed
+// destination: only *any can take it.
+func DecodeInterop(payload []byte, dst any, jsonTags bool) error {
 	// Only a document without datetime sentinels may take the plain
 	// decoder: it would hand a sentinel to a map or an any field as a map.
-	if _, isAny := dst.(*any); !isAny && !bytes.Contains(payload, sentinelKey) && decodeInto(payload, dst, jsonTags) == nil {
+	if _, isAny := dst.(*any); !isAny && !bytes.Contains(payload, sentinelKey) && Decode(payload, dst, jsonTags) == nil {
 		return nil
 	}
 	v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
@@ -46,11 +83,11 @@ func decodeInterop(payload []byte, dst any, jsonTags bool) error {
 	if err != nil {
 		return err
 	}
-	raw, err := appendMsgpack(nil, tree, false) // a generic tree: no struct tags
+	raw, err := Append(nil, tree, false) // a generic tree: no struct tags
 	if err != nil {
 		return err
 	}
-	return decodeInto(raw, dst, jsonTags)
+	return Decode(raw, dst, jsonTags)
 }
 
 // sentinelKey is the msgpack encoding of the datetime sentinel's key.
