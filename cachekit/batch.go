@@ -198,69 +198,36 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 	if err != nil {
 		return observe.Result{}, err
 	}
-	s := getScratch()
-	defer putScratch(s)
 	batch := make([]l2.Item, 0, len(items))
 	keys := make([]string, 0, len(items))
+	size := 0
 	for key, v := range items {
-		if err := c.checkKey(key); err != nil {
-			return observe.Result{}, err
-		}
-		payload, err := c.encode(s, v)
-		if err != nil {
-			return observe.Result{}, err
-		}
-		stored, err := c.sealBounded(ctx, s, key, payload)
+		stored, err := c.sealValue(ctx, key, v)
 		if err != nil {
 			return observe.Result{}, err
 		}
 		batch = append(batch, l2.Item{Key: c.fullKey(key), Value: stored, TTL: ttl})
 		keys = append(keys, key)
+		size += len(stored)
 	}
 	tickets := make([]ticket, len(keys))
 	for i, k := range keys {
 		tickets[i] = c.ticket(k)
 	}
-	size := 0
-	for _, it := range batch {
-		size += len(it.Value)
-	}
 	r := observe.Result{Tier: observe.L1, Size: size}
 	if c.l2 != nil {
 		r.Tier = observe.L2
-		err := c.rel.DoSized(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
-		if err != nil {
-			c.stats.l2Errors.Add(1)
+		if err := c.redis(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) }); err != nil {
 			for _, k := range keys {
-				c.dropL1(k)
+				c.dropL1(k) // L2 state unknown: never serve the old value from L1
 			}
-			if c.degradable(ctx, err) {
-				c.stats.degraded.Add(1)
-				c.warn("redis write failed; MSet absorbed (fail-open)", "", err)
-				return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
-			}
+			r, err = c.writeFailed(ctx, "", err)
 			return r, err
 		}
-		if c.inv != nil {
-			msgs := make([][]byte, len(keys))
-			for i, k := range keys {
-				msgs[i] = c.publishMsg(k)
-			}
-			if err := c.rel.Do(ctx, "publish", func(ctx context.Context) error {
-				return c.l2.Publish(ctx, c.inv.channel, msgs...)
-			}); err != nil {
-				c.inv.publishFailures.Add(1)
-				c.warn("invalidation not published after MSet", "", err)
-			}
-		}
+		c.publish(ctx, "MSet", keys...)
 	}
 	for i, k := range keys {
-		if c.l1 != nil {
-			c.admit(k, tickets[i], batch[i].Value, ttl, true)
-		}
-		if c.swr != nil {
-			c.swr.Rewritten(k, c.now(), ttl)
-		}
+		c.accepted(k, tickets[i], batch[i].Value, ttl)
 	}
 	return r, nil
 }

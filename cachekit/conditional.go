@@ -61,7 +61,7 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	full := c.fullKey(key)
 	var ok bool
 	attempts := 0
-	err = c.rel.DoSized(ctx, "set", len(sealed), func(ctx context.Context) error {
+	err = c.redis(ctx, "set", len(sealed), func(ctx context.Context) error {
 		attempts++
 		var err error
 		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists)
@@ -76,7 +76,6 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		return err
 	})
 	if err != nil {
-		c.stats.l2Errors.Add(1)
 		c.dropL1(key) // L2 state unknown
 		return false, observe.Result{Tier: observe.L2}, err
 	}
@@ -86,20 +85,7 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		}
 		return false, observe.Result{Tier: observe.L2, Out: observe.NotStored}, nil
 	}
-	if c.inv != nil {
-		err := c.rel.Do(ctx, "publish", func(ctx context.Context) error {
-			return c.l2.Publish(ctx, c.inv.channel, c.publishMsg(key))
-		})
-		if err != nil {
-			c.inv.publishFailures.Add(1)
-			c.warn("invalidation not published after a conditional Set", key, err)
-		}
-	}
-	if c.l1 != nil {
-		c.admit(key, t, sealed, ttl, true)
-	}
-	if c.swr != nil {
-		c.swr.Rewritten(key, c.now(), ttl)
-	}
+	c.publish(ctx, "a conditional Set", key)
+	c.accepted(key, t, sealed, ttl)
 	return true, observe.Result{Tier: observe.L2, Size: len(sealed)}, nil
 }

@@ -8,10 +8,15 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/codec"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -33,10 +38,13 @@ func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	if held {
-		return c.seal(ctx, s, key, payload)
+	if !held {
+		if held, err = c.enterLarge(ctx, len(payload)); err != nil {
+			return nil, err
+		}
+		defer c.leaveLarge(held)
 	}
-	return c.sealBounded(ctx, s, key, payload)
+	return c.seal(ctx, s, key, payload)
 }
 
 // seal turns a msgpack payload into the bytes both tiers store, in a fresh
@@ -94,9 +102,30 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 	return out, nil
 }
 
-// open authenticates and unwraps stored bytes into the msgpack payload. The
-// container is the one this Client is configured for; it never guesses.
+// open authenticates and unwraps stored bytes into the msgpack payload,
+// holding a large-work slot (LargeValueConcurrency) for a large entry: a
+// small entry pays one comparison. Get, MGet and GetOrLoad open every entry,
+// from either tier, here.
 func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	if len(stored) < LargeValueBytes {
+		return c.unseal(ctx, s, key, stored)
+	}
+	return c.openLarge(ctx, s, key, stored)
+}
+
+// openLarge is open of a large entry, holding a large-work slot.
+func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	held, err := c.enterLarge(ctx, len(stored))
+	if err != nil {
+		return nil, err
+	}
+	defer c.leaveLarge(held)
+	return c.unseal(ctx, s, key, stored)
+}
+
+// unseal is open's work. The container is the one this Client is
+// configured for; it never guesses.
+func (c *Client) unseal(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
 	// An entry too large to hold a value within MaxValueBytes (the bound
 	// allows LZ4's worst-case growth, the envelope and the AEAD overhead)
 	// is refused before it is decrypted into a buffer of its size.
@@ -210,4 +239,139 @@ func (c *Client) mapErr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// LargeValueBytes is the size from which sealing or opening a value counts
+// as large work: a value whose encoded form, or an entry whose stored form,
+// is at least this long. Options.LargeValueConcurrency bounds how many such
+// seals and opens run at once. It is also where AES-GCM switches to sealing
+// in 64 KiB chunks (about a quarter of a millisecond of work per 256 KiB on
+// the dev machine).
+const LargeValueBytes = 256 << 10
+
+// largeSlots returns the semaphore bounding concurrent large work for
+// Options.LargeValueConcurrency n, or nil for no bound.
+func largeSlots(n int) *semaphore.Weighted {
+	switch {
+	case n < 0:
+		return nil
+	case n == 0:
+		n = max(1, runtime.GOMAXPROCS(0)-1)
+	}
+	return semaphore.NewWeighted(int64(n))
+}
+
+// enterLarge takes a large-work slot when n bytes of work are large and
+// the Client bounds large work, waiting at most as long as ctx allows. held
+// says whether a slot was taken; leaveLarge(held) gives it back.
+func (c *Client) enterLarge(ctx context.Context, n int) (held bool, err error) {
+	if n < LargeValueBytes || c.large == nil {
+		return false, nil
+	}
+	if c.enc != nil {
+		// Derive the keys (or wait for the derivation in flight) before
+		// taking a slot: a slot is for CPU work, not for waiting on a
+		// KeyProvider, which would serialize the waits.
+		if err := c.enc.Warm(ctx); err != nil {
+			return false, c.mapErr(err)
+		}
+	}
+	if err := c.large.Acquire(ctx, 1); err != nil {
+		return false, fmt.Errorf("cachekit: waiting to seal or open a large value: %w", err)
+	}
+	if c.testHookLarge != nil {
+		c.testHookLarge()
+	}
+	return true, nil
+}
+
+// leaveLarge gives back the slot enterLarge took, if it took one.
+func (c *Client) leaveLarge(held bool) {
+	if held {
+		c.large.Release(1)
+	}
+}
+
+// encodedLenHint is a lower bound of value's encoded length, known without
+// encoding it for the types large values usually have, else 0. It lets a
+// large []byte or string value wait for its slot before its copy into the
+// payload, not after.
+func encodedLenHint(value any) int {
+	switch v := value.(type) {
+	case []byte:
+		return len(v)
+	case string:
+		return len(v)
+	}
+	return 0
+}
+
+// The value codec itself (msgpack in auto mode, the protocol's canonical
+// msgpack in interop mode, their pools) is internal/codec; this file binds
+// it to a Client's mode and bounds.
+
+// encode turns a caller's value into the msgpack payload, in s.value.
+// Auto mode uses vmihailenco/msgpack with shortest-width integers (structs
+// become maps keyed by field name or `msgpack` tag). Interop mode writes
+// the protocol's canonical encoding, going through a generic decode when
+// the value is a struct or another type the canonical writer does not take.
+// A payload the read path would refuse is refused here, before any write.
+func (c *Client) encode(s *scratch, value any) ([]byte, error) {
+	out, err := c.encodeValue(s, value)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > c.maxValue {
+		return nil, fmt.Errorf("%w: %d bytes encoded, MaxValueBytes %d", ErrValueTooLarge, len(out), c.maxValue)
+	}
+	// Refuse what no Get could read back (nesting past the decoder's depth
+	// bound, more than its size bound) before anything is written.
+	if err := protocol.CheckMsgpack(out, c.limits); err != nil {
+		return nil, fmt.Errorf("cachekit: value would not read back: %w", err)
+	}
+	return out, nil
+}
+
+// encodeValue is encode without the read-back check.
+func (c *Client) encodeValue(s *scratch, value any) ([]byte, error) {
+	if b, ok := value.([]byte); ok && b == nil {
+		value = []byte{} // a nil []byte reads back through GetBytes as empty, not as "not bytes"
+	}
+	var out []byte
+	var err error
+	if c.interop {
+		out, err = codec.AppendInterop(s.value[:0], value, c.jsonTags)
+	} else {
+		out, err = codec.Append(s.value[:0], value, c.jsonTags)
+	}
+	if err != nil {
+		clear(s.value[:cap(s.value)]) // what the encoder wrote before it failed
+		return nil, err
+	}
+	s.value = out
+	return out, nil
+}
+
+// decode decodes a checked payload into dst the way this Client's mode
+// wrote it.
+func (c *Client) decode(payload []byte, dst any) error {
+	if c.interop {
+		return codec.DecodeInterop(payload, dst, c.jsonTags)
+	}
+	return codec.Decode(payload, dst, c.jsonTags)
+}
+
+// errEmptyKey is what every call given the key "" returns, before any I/O.
+var errEmptyKey = &protocol.FormatError{Op: "cache-key", Reason: "empty key", Err: protocol.ErrInvalidKey}
+
+// checkKey rejects keys the mode cannot store: empty keys, and in interop
+// mode anything that is not an interop/v1 key.
+func (c *Client) checkKey(key string) error {
+	if key == "" {
+		return errEmptyKey
+	}
+	if c.interop {
+		return protocol.ValidateInteropKey(key)
+	}
+	return nil
 }

@@ -98,7 +98,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	t := c.ticket(key)
 	var stored []byte
 	var ttl time.Duration
-	err := c.rel.Do(ctx, "get", func(ctx context.Context) error {
+	err := c.redis(ctx, "get", 0, func(ctx context.Context) error {
 		var err error
 		if withTTL {
 			stored, ttl, err = c.l2.GetWithTTLUpTo(ctx, c.fullKey(key), c.maxEntry)
@@ -108,7 +108,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 		return err
 	})
 	if err != nil {
-		return nil, TierL2, 0, c.readFailed(ctx, key, err)
+		return nil, TierL2, 0, c.readErr(ctx, key, err)
 	}
 	payload, err := c.fromL2(ctx, s, key, stored, ttl, t)
 	if err != nil {
@@ -128,11 +128,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 		c.stats.l1Misses.Add(1)
 		return nil, false, nil
 	}
-	if len(stored) < LargeValueBytes {
-		payload, err = c.open(ctx, s, key, stored)
-	} else {
-		payload, err = c.openLarge(ctx, s, key, stored)
-	}
+	payload, err = c.open(ctx, s, key, stored)
 	if err == nil {
 		c.stats.l1Hits.Add(1)
 		return payload, true, nil
@@ -154,11 +150,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
 	var payload []byte
 	var err error
-	if len(stored) < LargeValueBytes {
-		payload, err = c.open(ctx, s, key, stored)
-	} else {
-		payload, err = c.openLarge(ctx, s, key, stored)
-	}
+	payload, err = c.open(ctx, s, key, stored)
 	if err != nil {
 		if notTheEntry(ctx, err) {
 			return nil, err

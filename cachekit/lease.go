@@ -57,7 +57,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		var state l2.LeaseState
 		var entry []byte
 		var left time.Duration
-		err := c.rel.Do(ctx, "lease", func(ctx context.Context) error {
+		err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
 			var err error
 			state, entry, left, err = c.l2.Acquire(ctx, full, lease, c.leaseTTL, replace)
 			return err
@@ -66,7 +66,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			c.leaseWaits.Remove(key, wake)
 		}
 		if err != nil {
-			rerr := c.readFailed(ctx, key, err)
+			rerr := c.readErr(ctx, key, err)
 			if isMiss(rerr) {
 				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
 			}
@@ -171,7 +171,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 	t := c.ticket(key)
 	at := time.Now()
 	var filled bool
-	err = c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
+	err = c.redis(ctx, "set", len(stored), func(ctx context.Context) error {
 		channel, msg := "", []byte(nil)
 		if c.inv != nil {
 			channel, msg = c.inv.channel, c.publishMsg(key)
@@ -187,7 +187,6 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		if errors.Is(err, ErrClosed) {
 			return nil, err
 		}
-		c.stats.l2Errors.Add(1)
 		c.warn("GetOrLoad could not store the loaded value", key, err)
 	case !filled:
 		c.stats.leaseLost.Add(1) // a write came first: it stays

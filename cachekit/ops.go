@@ -38,25 +38,13 @@ func (c *Client) delete(ctx context.Context, keys []string) error {
 	}
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
-		err = c.rel.Do(ctx, "del", func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
-		if err == nil && c.inv != nil && len(keys) > 1 {
-			// Published in its own guarded call: a retry must not send
-			// the DELs again.
-			msgs := make([][]byte, len(keys))
-			for i, k := range keys {
-				msgs[i] = c.publishMsg(k)
-			}
-			err = c.rel.Do(ctx, "publish", func(ctx context.Context) error {
-				return c.l2.Publish(ctx, c.inv.channel, msgs...)
-			})
-		}
-		if be := (*BackendError)(nil); errors.As(err, &be) && be.Op == "publish" {
-			c.inv.publishFailures.Add(1)
-			c.warn("invalidation not published after Delete", keys[0], err)
+		err = c.redis(ctx, "del", 0, func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
+		if isPublishErr(err) { // one key: its DEL went, with its PUBLISH beside it
+			c.publishFailed("Delete", keys, err)
 			err = nil
 		}
-		if err != nil {
-			c.stats.l2Errors.Add(1)
+		if err == nil && len(keys) > 1 {
+			c.publish(ctx, "Delete", keys...)
 		}
 	}
 	for _, k := range keys {
@@ -123,14 +111,13 @@ func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error
 	}
 	t := c.ticket(key)
 	var found bool
-	err = c.rel.Do(ctx, "expire", func(ctx context.Context) error {
+	err = c.redis(ctx, "expire", 0, func(ctx context.Context) error {
 		var err error
 		found, err = c.l2.Expire(ctx, c.fullKey(key), ttl)
 		return err
 	})
 	switch {
 	case err != nil:
-		c.stats.l2Errors.Add(1)
 		c.dropL1(key) // the expiry in Redis is unknown
 		return err
 	case !found:
@@ -192,14 +179,11 @@ func (c *Client) exists(ctx context.Context, key string) (bool, observe.Result, 
 		return false, observe.Result{Tier: observe.L1}, nil
 	}
 	var ok bool
-	err := c.rel.Do(ctx, "exists", func(ctx context.Context) error {
+	err := c.redis(ctx, "exists", 0, func(ctx context.Context) error {
 		var err error
 		ok, err = c.l2.Exists(ctx, c.fullKey(key))
 		return err
 	})
-	if err != nil {
-		c.stats.l2Errors.Add(1)
-	}
 	return ok, observe.Result{Tier: observe.L2}, err
 }
 
@@ -221,7 +205,7 @@ func (c *Client) ttl(ctx context.Context, key string) (time.Duration, error) {
 		return 0, ErrNotFound
 	}
 	var d time.Duration
-	err := c.rel.Do(ctx, "ttl", func(ctx context.Context) error {
+	err := c.redis(ctx, "ttl", 0, func(ctx context.Context) error {
 		var err error
 		d, err = c.l2.TTL(ctx, c.fullKey(key))
 		return err
@@ -247,7 +231,7 @@ func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	var b []byte
-	err := c.rel.Do(ctx, "get", func(ctx context.Context) error {
+	err := c.redis(ctx, "get", 0, func(ctx context.Context) error {
 		var err error
 		b, err = c.l2.Get(ctx, c.fullKey(key))
 		return err

@@ -15,14 +15,27 @@ import (
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
-// readFailed turns a failed Redis read into the error the caller sees: a
-// miss, a degraded miss under FailOpen, or the Redis error.
-func (c *Client) readFailed(ctx context.Context, key string, err error) error {
+// redis runs fn, the Redis call op that sends n bytes, under the
+// reliability stack, and counts a failure (not a miss) in Stats.L2Errors.
+// Every Redis call of a cache operation goes through here, except the
+// invalidation publish (see publish); a publish sent beside a write in one
+// round trip is no Redis failure of the operation, nor is a miss or a
+// closed Client.
+func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
+	err := c.rel.DoSized(ctx, op, n, fn)
+	if err != nil && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
+		c.stats.l2Errors.Add(1)
+	}
+	return err
+}
+
+// readErr turns a Redis read's error into the error the caller sees: a
+// miss (ErrNotFound), a degraded miss under FailOpen, or the Redis error.
+func (c *Client) readErr(ctx context.Context, key string, err error) error {
 	if errors.Is(err, l2.ErrNotFound) {
 		c.stats.l2Misses.Add(1)
 		return ErrNotFound
 	}
-	c.stats.l2Errors.Add(1)
 	if c.degradable(ctx, err) {
 		c.stats.degraded.Add(1)
 		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
@@ -34,13 +47,42 @@ func (c *Client) readFailed(ctx context.Context, key string, err error) error {
 // writeFailed turns a failed Redis write into what the caller sees: nil
 // when FailOpen absorbs it (outcome degraded), else the Redis error.
 func (c *Client) writeFailed(ctx context.Context, key string, err error) (observe.Result, error) {
-	c.stats.l2Errors.Add(1)
 	if c.degradable(ctx, err) {
 		c.stats.degraded.Add(1)
 		c.warn("redis write failed; absorbed (fail-open)", key, err)
 		return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
 	}
 	return observe.Result{Tier: observe.L2}, err
+}
+
+// publish announces writes of keys on the invalidation channel (with
+// Options.Invalidation on), in its own guarded call: a retry must not send
+// the writes again. A failure is counted and warned about, never returned:
+// the values are stored.
+func (c *Client) publish(ctx context.Context, after string, keys ...string) {
+	if c.inv == nil || len(keys) == 0 {
+		return
+	}
+	msgs := make([][]byte, len(keys))
+	for i, k := range keys {
+		msgs[i] = c.publishMsg(k)
+	}
+	err := c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Publish(ctx, c.inv.channel, msgs...) })
+	c.publishFailed(after, keys, err)
+}
+
+// publishFailed counts and warns about err, the failed publish of an
+// operation's invalidation messages for keys; nil err is no failure.
+func (c *Client) publishFailed(after string, keys []string, err error) {
+	if err == nil {
+		return
+	}
+	c.inv.publishFailures.Add(1)
+	key := ""
+	if len(keys) == 1 {
+		key = keys[0]
+	}
+	c.warn("invalidation not published after "+after, key, err)
 }
 
 // degradable reports whether a failed L2 call may be degraded under
@@ -165,3 +207,11 @@ func errLoaderPanic(r any) error {
 
 // isNotFound reports whether err matches ErrNotFound.
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// isPublishErr reports whether err is the failure of an invalidation
+// publish sent beside a write (SetPublish, DeletePublish): the write
+// itself succeeded.
+func isPublishErr(err error) bool {
+	var be *BackendError
+	return errors.As(err, &be) && be.Op == "publish"
+}

@@ -6,7 +6,6 @@ package cachekit
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -69,13 +68,21 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 			return c.writeFailed(ctx, key, err)
 		}
 	}
+	c.accepted(key, t, stored, ttl)
+	return r, nil
+}
+
+// accepted is what follows a write Redis accepted (in L1-only mode, the
+// write itself): L1 takes the sealed bytes if nothing wrote, deleted or
+// invalidated key since t (else it drops key), and SWR learns the new
+// expiry. Set, MSet and SetIfAbsent/SetIfPresent all end here.
+func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration) {
 	if c.l1 != nil {
 		c.admit(key, t, stored, ttl, true)
 	}
 	if c.swr != nil {
 		c.swr.Rewritten(key, c.now(), ttl)
 	}
-	return r, nil
 }
 
 // writeL2 stores sealed bytes in Redis under the reliability stack and, with
@@ -89,14 +96,12 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 		}
 		return c.l2.SetPublish(ctx, full, stored, ttl, c.inv.channel, c.publishMsg(key))
 	})
-	if err == nil {
+	if isPublishErr(err) {
+		c.publishFailed("Set", []string{key}, err)
 		return nil
 	}
-	var be *BackendError
-	if errors.As(err, &be) && be.Op == "publish" {
-		c.inv.publishFailures.Add(1)
-		c.warn("invalidation not published after Set", key, err)
-		return nil
+	if err != nil {
+		c.stats.l2Errors.Add(1)
 	}
 	return err
 }
