@@ -100,7 +100,7 @@ func storedBytes1KiB(b *testing.B) (string, []byte) {
 	if err := c.SetWithTTL(bg, key, fixture.NewBytes(1024), time.Hour); err != nil {
 		b.Fatal(err)
 	}
-	stored, err := c.RawGet(bg, key)
+	stored, err := c.Raw().Get(bg, key)
 	if err != nil {
 		b.Fatal(err)
 	}

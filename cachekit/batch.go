@@ -180,11 +180,20 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// MSet stores every value of items under its key for ttl, in one pipelined
-// round trip to Redis, then in L1. Values are encoded and sealed exactly as
-// SetWithTTL does.
-func (c *Client) MSet(ctx context.Context, items map[string]any, ttl time.Duration) error {
+// MSet stores every value of items under its key for Options.DefaultTTL,
+// as MSetWithTTL does.
+func (c *Client) MSet(ctx context.Context, items map[string]any) error {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMSet, "", len(items))
+	r, err := c.mset(ctx, items, c.defaultTTL)
+	c.obs.End(ctx, oc, r, err)
+	return err
+}
+
+// MSetWithTTL stores every value of items under its key for ttl, in one
+// pipelined round trip to Redis, then in L1. Values are encoded and sealed
+// exactly as SetWithTTL does.
+func (c *Client) MSetWithTTL(ctx context.Context, items map[string]any, ttl time.Duration) error {
+	ctx, oc := c.obs.Begin(ctx, observe.OpMSetWithTTL, "", len(items))
 	r, err := c.mset(ctx, items, ttl)
 	c.obs.End(ctx, oc, r, err)
 	return err

@@ -119,7 +119,7 @@ func New(opts Options) (*Client, error) {
 		c.maxValue = defaultMaxValueBytes
 	}
 	c.maxEntry = c.maxValue + c.maxValue/255 + maxEntryOverhead
-	c.large = largeSlots(opts.LargeValueConcurrency)
+	c.large = largeSlots(opts.LargeValueConcurrency, opts.UnboundedLargeValues)
 	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
 	if c.log == nil {
 		c.log = slog.Default()

@@ -204,7 +204,7 @@ func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
 		"Set":    c.Set(bg, "k", 2),
 		"Get":    c.Get(bg, "k", new(int)),
 		"Delete": c.Delete(bg, "k"),
-		"MSet":   c.MSet(bg, map[string]any{"a": 1}, time.Minute),
+		"MSet":   c.MSetWithTTL(bg, map[string]any{"a": 1}, time.Minute),
 	}
 	_, checks["Exists"] = c.Exists(bg, "k")
 	_, checks["GetBytes"] = c.GetBytes(bg, "k")
@@ -235,6 +235,8 @@ func TestOptionsValidation(t *testing.T) {
 		"malformed RedisURL":           {RedisURL: "http://x"},
 		"all-zero key":                 {L1MaxBytes: 1, Encryption: &encryption.Config{MasterKey: make([]byte, 32)}},
 		"short key":                    {L1MaxBytes: 1, Encryption: &encryption.Config{MasterKey: make([]byte, 16)}},
+		"negative large bound":         {L1MaxBytes: 1, LargeValueConcurrency: -1},
+		"unbounded and a bound":        {L1MaxBytes: 1, LargeValueConcurrency: 2, UnboundedLargeValues: true},
 	}
 	for name, o := range bad {
 		if _, err := New(o); !errors.Is(err, ErrConfig) {

@@ -124,7 +124,7 @@ func TestCoherenceSetDelete(t *testing.T) {
 func TestCoherenceMSetSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "set", "m1", Options{})
-	a := async(func() error { return c.MSet(bg, map[string]any{"m1": "old"}, time.Minute) })
+	a := async(func() error { return c.MSetWithTTL(bg, map[string]any{"m1": "old"}, time.Minute) })
 	<-h.Held()
 	if err := c.Set(bg, "m1", "new"); err != nil {
 		t.Fatal(err)

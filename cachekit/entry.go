@@ -215,10 +215,10 @@ const maxEntryOverhead = 256 + encryption.Overhead
 
 // openErr classifies a decryption failure: ErrClosed for a closed
 // encryptor, and an entry too short to hold a nonce and a tag (an
-// *encryption.FormatError) as what it is to a caller, an entry that does not
+// *encryption.LengthError) as what it is to a caller, an entry that does not
 // authenticate: it matches ErrAuthFailed and keeps the length detail.
 func (c *Client) openErr(err error) error {
-	var fe *encryption.FormatError
+	var fe *encryption.LengthError
 	if errors.As(err, &fe) {
 		return &unauthenticatedError{err}
 	}
@@ -250,12 +250,12 @@ func (c *Client) mapErr(err error) error {
 const LargeValueBytes = 256 << 10
 
 // largeSlots returns the semaphore bounding concurrent large work for
-// Options.LargeValueConcurrency n, or nil for no bound.
-func largeSlots(n int) *semaphore.Weighted {
-	switch {
-	case n < 0:
+// Options.LargeValueConcurrency n, or nil when unbounded.
+func largeSlots(n int, unbounded bool) *semaphore.Weighted {
+	if unbounded {
 		return nil
-	case n == 0:
+	}
+	if n == 0 {
 		n = max(1, runtime.GOMAXPROCS(0)-1)
 	}
 	return semaphore.NewWeighted(int64(n))

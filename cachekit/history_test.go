@@ -61,7 +61,7 @@ func (h *history) run(t *testing.T, c *Client, keys []string, ops int, r *rand.R
 			v, err := GetOrLoadTTL(bg, c, k, time.Minute, func(context.Context) (string, error) { return h.next("load"), nil })
 			h.check(t, "GetOrLoad", v, err)
 		case n < 85:
-			if err := c.MSet(bg, map[string]any{k: h.next("mset"), k2: h.next("mset")}, time.Minute); err != nil {
+			if err := c.MSetWithTTL(bg, map[string]any{k: h.next("mset"), k2: h.next("mset")}, time.Minute); err != nil {
 				t.Errorf("MSet: %v", err)
 			}
 		default:

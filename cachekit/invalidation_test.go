@@ -63,7 +63,7 @@ func TestInvalidationPrefixesAndMSet(t *testing.T) {
 	a := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:", Invalidation: &Invalidation{Channel: "ch"}})
 	b := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "app:", Invalidation: &Invalidation{Channel: "ch"}})
 	other := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, KeyPrefix: "other:", Invalidation: &Invalidation{Channel: "ch"}})
-	if err := a.MSet(bg, map[string]any{"x": 1, "y": 2}, time.Minute); err != nil {
+	if err := a.MSetWithTTL(bg, map[string]any{"x": 1, "y": 2}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.Set(bg, "x", 100); err != nil {
@@ -74,7 +74,7 @@ func TestInvalidationPrefixesAndMSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := a.MSet(bg, map[string]any{"x": 10, "y": 20}, time.Minute); err != nil {
+	if err := a.MSetWithTTL(bg, map[string]any{"x": 10, "y": 20}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	waitValue(t, b, "x", 10)

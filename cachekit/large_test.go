@@ -166,24 +166,25 @@ func TestLargeValueConcurrency(t *testing.T) {
 }
 
 // TestLargeValueConcurrencyDefault: by default GOMAXPROCS-1 large
-// operations (at least one) run at once; a negative setting removes the
-// bound.
+// operations (at least one) run at once; UnboundedLargeValues removes the
+// bound, and a negative setting is an ErrConfig.
 func TestLargeValueConcurrencyDefault(t *testing.T) {
 	// Not parallel: changes GOMAXPROCS.
 	for _, tc := range []struct {
 		name     string
 		procs    int
 		setting  int
+		unbound  bool
 		parallel int // how many may hold a slot at once (0: none is taken)
 	}{
-		{"default/GOMAXPROCS=3", 3, 0, 2},
-		{"default/GOMAXPROCS=1", 1, 0, 1},
-		{"explicit 2", 2, 2, 2},
-		{"unbounded", 2, -1, 0}, // no slots: no Set waits or enters the hook
+		{"default/GOMAXPROCS=3", 3, 0, false, 2},
+		{"default/GOMAXPROCS=1", 1, 0, false, 1},
+		{"explicit 2", 2, 2, false, 2},
+		{"unbounded", 2, 0, true, 0}, // no slots: no Set waits or enters the hook
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := runtime.GOMAXPROCS(tc.procs)
-			c := newClient(t, Options{L1MaxBytes: 64 << 20, LargeValueConcurrency: tc.setting})
+			c := newClient(t, Options{L1MaxBytes: 64 << 20, LargeValueConcurrency: tc.setting, UnboundedLargeValues: tc.unbound})
 			runtime.GOMAXPROCS(prev)
 			v := largeValue(LargeValueBytes)
 			inside := make(chan struct{}, 8)
@@ -211,7 +212,7 @@ func TestLargeValueConcurrencyDefault(t *testing.T) {
 					}
 				}
 				if len(inside) != 0 {
-					t.Fatal("a large Set took a slot with LargeValueConcurrency < 0")
+					t.Fatal("a large Set took a slot with UnboundedLargeValues")
 				}
 				return
 			}
@@ -249,7 +250,7 @@ func TestLargeOneShotAndChunkedReadEachOther(t *testing.T) {
 				chunked.SetOneShot(writeOneShot)
 				err := c.Set(bg, "k", v)
 				if err == nil {
-					err = c.MSet(bg, map[string]any{"m": v}, time.Minute)
+					err = c.MSetWithTTL(bg, map[string]any{"m": v}, time.Minute)
 				}
 				chunked.SetOneShot(!writeOneShot)
 				if err != nil {

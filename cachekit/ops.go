@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -214,30 +213,4 @@ func (c *Client) ttl(ctx context.Context, key string) (time.Duration, error) {
 		return 0, ErrNotFound
 	}
 	return d, err
-}
-
-// RawGet returns the stored (sealed) bytes of key exactly as Redis holds
-// them, without opening them. It is meant for inspection tools.
-func (c *Client) RawGet(ctx context.Context, key string) ([]byte, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	if c.l2 == nil {
-		if c.l1 != nil {
-			if b, ok := c.l1.Get(key); ok {
-				return chunked.Append(nil, b), nil
-			}
-		}
-		return nil, ErrNotFound
-	}
-	var b []byte
-	err := c.redis(ctx, "get", 0, func(ctx context.Context) error {
-		var err error
-		b, err = c.l2.Get(ctx, c.fullKey(key))
-		return err
-	})
-	if errors.Is(err, l2.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	return b, err
 }

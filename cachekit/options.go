@@ -170,9 +170,14 @@ type Options struct {
 	// and opening a large value is CPU work of milliseconds per MiB:
 	// unbounded, a burst of large Sets occupies every P and small requests
 	// wait behind them. Default: 0, which New treats as GOMAXPROCS-1 (at
-	// New), at least 1, so one P stays free for everything else; negative:
-	// no bound.
+	// New), at least 1, so one P stays free for everything else. Negative
+	// is an ErrConfig; UnboundedLargeValues removes the bound.
 	LargeValueConcurrency int
+
+	// UnboundedLargeValues lets any number of large values be sealed and
+	// opened at once (LargeValueConcurrency must then be 0). Default:
+	// false.
+	UnboundedLargeValues bool
 
 	// LoadTimeout bounds each GetOrLoad loader run, in the foreground or as
 	// an SWR refresh: the loader's ctx ends when it has passed, when Close
@@ -325,6 +330,10 @@ func (o *Options) validate() error {
 		return configErr("LeaseTTL is negative")
 	case o.LoadTimeout < 0:
 		return configErr("LoadTimeout is negative")
+	case o.LargeValueConcurrency < 0:
+		return configErr("LargeValueConcurrency is negative (UnboundedLargeValues removes the bound)")
+	case o.UnboundedLargeValues && o.LargeValueConcurrency != 0:
+		return configErr("UnboundedLargeValues with a LargeValueConcurrency")
 	case o.MaxValueBytes < 0 || o.MaxValueBytes > protocol.MaxEnvelopeOriginalSize:
 		return configErr("MaxValueBytes must be within [0, 512 MiB]")
 	case o.RequireEncryption && o.Encryption == nil:

@@ -2,44 +2,69 @@ package cachekit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
+
+// Raw is the Client's door for inspection and maintenance tools, such as
+// the cachekit command: it reads and rewrites the sealed bytes Redis holds
+// as they are, without opening them, and deletes by pattern. It is the one
+// place such calls live, as database/sql's Conn.Raw is the one door to the
+// driver's connection; applications read and write through the Client's
+// own methods. Every method returns ErrClosed after Close.
+type Raw struct{ c *Client }
+
+// Raw returns the Client's door for tools (see Raw).
+func (c *Client) Raw() Raw { return Raw{c} }
+
+// Get returns the stored (sealed) bytes of key exactly as Redis holds
+// them, without opening them; in L1-only mode, L1's copy. A key holding a
+// lease (GetOrLoad loading it) or nothing is ErrNotFound.
+func (r Raw) Get(ctx context.Context, key string) ([]byte, error) {
+	c := r.c
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if c.l2 == nil {
+		if c.l1 != nil {
+			if b, ok := c.l1.Get(key); ok {
+				return chunked.Append(nil, b), nil
+			}
+		}
+		return nil, ErrNotFound
+	}
+	var b []byte
+	err := c.redis(ctx, "get", 0, func(ctx context.Context) error {
+		var err error
+		b, err = c.l2.Get(ctx, c.fullKey(key))
+		return err
+	})
+	if errors.Is(err, l2.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	return b, err
+}
 
 // rawBatch is how many keys one SCAN step asks for (a hint to Redis) and
 // so, about, how many one pipeline reads.
 const rawBatch = 500
 
-// RawEntry is one entry as RawScan reads it, unopened.
+// RawEntry is one entry as Raw.Scan reads it, unopened.
 type RawEntry struct {
 	Key    string        // without Options.KeyPrefix
 	Stored []byte        // the bytes Redis holds; nil when the key holds another Redis type
 	TTL    time.Duration // remaining time to live; 0: no expiry
 }
 
-// globEscape escapes the characters SCAN MATCH treats as pattern syntax,
-// so a key prefix matches only itself.
-func globEscape(s string) string {
-	if !strings.ContainsAny(s, `*?[]\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // scanKeys walks the keys under this Client's prefix matching pattern,
 // from cursor, and calls fn with each batch of full keys (possibly none)
 // and the cursor to resume from after it.
 func (c *Client) scanKeys(ctx context.Context, pattern string, cursor uint64, fn func(full []string, next uint64) error) error {
-	return c.l2.ScanFrom(ctx, globEscape(c.prefix)+pattern, rawBatch, cursor, func(keys []string, next uint64) error {
+	return c.l2.ScanFrom(ctx, l2.GlobEscape(c.prefix)+pattern, rawBatch, cursor, func(keys []string, next uint64) error {
 		mine := keys[:0:0]
 		for _, k := range keys {
 			if strings.HasPrefix(k, c.prefix) {
@@ -50,7 +75,7 @@ func (c *Client) scanKeys(ctx context.Context, pattern string, cursor uint64, fn
 	})
 }
 
-// RawScan walks Redis for the keys matching pattern (a Redis glob, matched
+// Scan walks Redis for the keys matching pattern (a Redis glob, matched
 // after Options.KeyPrefix, which is matched literally; on a cluster client,
 // every master) and calls fn with each batch of entries, about 500 at a
 // time: their keys, stored bytes and remaining TTLs, read with single-key
@@ -59,8 +84,8 @@ func (c *Client) scanKeys(ctx context.Context, pattern string, cursor uint64, fn
 // be reported twice while Redis resizes its tables. It is meant for
 // inspection tools such as the cachekit command's scan; an error from fn
 // stops the walk and is returned.
-func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
-	return c.RawScanFrom(ctx, pattern, 0, func(batch []RawEntry, _ uint64) error {
+func (r Raw) Scan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
+	return r.ScanFrom(ctx, pattern, 0, func(batch []RawEntry, _ uint64) error {
 		if len(batch) == 0 {
 			return nil
 		}
@@ -68,12 +93,13 @@ func (c *Client) RawScan(ctx context.Context, pattern string, fn func([]RawEntry
 	})
 }
 
-// RawScanFrom is RawScan starting at a SCAN cursor (0: the beginning), so
+// ScanFrom is Scan starting at a SCAN cursor (0: the beginning), so
 // a long walk can be resumed: fn also receives the cursor to resume from
 // once it has handled the batch (0 after the last one; the batch may then
 // be empty). A cluster client keeps one cursor per master, so with one
-// RawScanFrom refuses a nonzero cursor.
-func (c *Client) RawScanFrom(ctx context.Context, pattern string, cursor uint64, fn func(batch []RawEntry, next uint64) error) error {
+// ScanFrom refuses a nonzero cursor.
+func (r Raw) ScanFrom(ctx context.Context, pattern string, cursor uint64, fn func(batch []RawEntry, next uint64) error) error {
+	c := r.c
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -106,7 +132,8 @@ func (c *Client) RawScanFrom(ctx context.Context, pattern string, cursor uint64,
 // instances drop their L1 copies when their Client has Options.Invalidation
 // on (Redis reports the deletes). It is meant for operators' tools such as
 // the cachekit command's flush.
-func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, error) {
+func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) {
+	c := r.c
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -128,13 +155,13 @@ func (c *Client) DeleteMatching(ctx context.Context, pattern string) (int64, err
 	return deleted, err
 }
 
-// RawSwap is one compare-and-set for Client.RawSwap.
+// RawSwap is one compare-and-set for Raw.Swap.
 type RawSwap struct {
 	Key      string // without Options.KeyPrefix
 	Old, New []byte // the stored bytes expected, and their replacement
 }
 
-// RawSwap replaces stored bytes: for each item, key's value becomes New,
+// Swap replaces stored bytes: for each item, key's value becomes New,
 // keeping its remaining TTL, only while key still holds exactly Old (one
 // server-side compare-and-set per key, all in one pipeline), so a value
 // written meanwhile is never overwritten. done[i] reports whether item i
@@ -143,7 +170,8 @@ type RawSwap struct {
 // of another Redis type). This process's L1 copies of the swapped keys are
 // dropped. It is meant for operators' tools such as the cachekit command's
 // rotate, which re-seals entries under the current key.
-func (c *Client) RawSwap(ctx context.Context, items []RawSwap) (done []bool, errs []error) {
+func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []error) {
+	c := r.c
 	if c.closed.Load() || c.l2 == nil {
 		done, errs = make([]bool, len(items)), make([]error, len(items))
 		if c.closed.Load() {

@@ -48,21 +48,23 @@ func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Dura
 }
 
 // MSet stores every value of items under its key for Options.DefaultTTL,
-// in one pipelined round trip to Redis; see Client.MSet.
+// in one pipelined round trip to Redis; see Client.MSetWithTTL.
 func MSet[T any](ctx context.Context, c *Client, items map[string]T) error {
-	return MSetWithTTL(ctx, c, items, c.defaultTTL)
+	return c.MSet(ctx, boxed(items))
 }
 
 // MSetWithTTL is MSet with a TTL.
 func MSetWithTTL[T any](ctx context.Context, c *Client, items map[string]T, ttl time.Duration) error {
-	boxed := make(map[string]any, len(items))
+	return c.MSetWithTTL(ctx, boxed(items), ttl)
+}
+
+// boxed is items as the map Client.MSet takes.
+func boxed[T any](items map[string]T) map[string]any {
+	m := make(map[string]any, len(items))
 	for k, v := range items {
-		boxed[k] = v
+		m[k] = v
 	}
-	ctx, oc := c.obs.Begin(ctx, observe.OpMSet, "", len(items))
-	r, err := c.mset(ctx, boxed, ttl)
-	c.obs.End(ctx, oc, r, err)
-	return err
+	return m
 }
 
 // Typed is a view of a Client for values of one type T: the generic API

@@ -25,7 +25,7 @@ func TestNoWriteOnlyValues(t *testing.T) {
 	if err == nil || !errors.As(err, &fe) {
 		t.Fatalf("Set of a value nested past the read depth bound = %v, want a *FormatError", err)
 	}
-	if err := c.MSet(bg, map[string]any{"k": deep}, 60e9); err == nil {
+	if err := c.MSetWithTTL(bg, map[string]any{"k": deep}, 60e9); err == nil {
 		t.Fatal("MSet accepted a value no Get can read")
 	}
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "kept" {

@@ -70,7 +70,7 @@ func newAEAD(key *[KeySize]byte) (*aesGCM, error) {
 // spends no nonce.
 func seal(a *aesGCM, nonces *nonceSource, dst, plaintext, aad []byte) ([]byte, error) {
 	if uint64(len(plaintext)) > MaxPlaintextSize {
-		return nil, &FormatError{Op: "encrypt", Len: len(plaintext), Reason: "exceeds the AES-GCM message limit"}
+		return nil, &LengthError{Op: "encrypt", Len: len(plaintext), Reason: "exceeds the AES-GCM message limit"}
 	}
 	ret, out := sliceForAppend(dst, Overhead+len(plaintext))
 	body := out[NonceSize:]

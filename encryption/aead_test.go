@@ -56,17 +56,17 @@ func TestFlipEveryBit(t *testing.T) {
 }
 
 // TestTruncateEveryLength cuts a sealed value at every length: below
-// Overhead it is a *FormatError, from Overhead on an authentication failure.
+// Overhead it is a *LengthError, from Overhead on an authentication failure.
 func TestTruncateEveryLength(t *testing.T) {
 	m := staticManager(t, "cut", testKeyHex)
 	aad := []byte("aad")
 	sealed, _, _ := m.EncryptNow(nil, bytes.Repeat([]byte{0xab}, 40), aad)
 	for n := range len(sealed) {
 		got, _, err := m.DecryptNow(nil, sealed[:n], aad)
-		var fe *FormatError
+		var fe *LengthError
 		if n < Overhead {
 			if !errors.As(err, &fe) || fe.Len != n || fe.Op != "decrypt" {
-				t.Fatalf("length %d: err=%v, want *FormatError", n, err)
+				t.Fatalf("length %d: err=%v, want *LengthError", n, err)
 			}
 		} else if !errors.Is(err, ErrAuthFailed) {
 			t.Fatalf("length %d: err=%v, want ErrAuthFailed", n, err)
@@ -81,8 +81,8 @@ func TestTruncateEveryLength(t *testing.T) {
 			}
 		}
 	}
-	if st := m.Stats(); st.FormatErrors != Overhead {
-		t.Fatalf("FormatErrors = %d, want %d", st.FormatErrors, Overhead)
+	if st := m.Stats(); st.LengthErrors != Overhead {
+		t.Fatalf("LengthErrors = %d, want %d", st.LengthErrors, Overhead)
 	}
 }
 

@@ -58,17 +58,17 @@ func configErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// FormatError reports input whose shape is wrong before any cryptography
+// LengthError reports input whose length is wrong before any cryptography
 // runs: a sealed value shorter than Overhead, or a plaintext too long for a
 // single AES-GCM message. It carries lengths only.
-type FormatError struct {
+type LengthError struct {
 	Op     string // "decrypt", "encrypt" or "parse nonce"
 	Len    int    // length of the offending input, in bytes
 	Reason string // what is wrong with that length
 }
 
 // Error implements the error interface.
-func (e *FormatError) Error() string {
+func (e *LengthError) Error() string {
 	return fmt.Sprintf("encryption: %s: input of %d bytes %s", e.Op, e.Len, e.Reason)
 }
 
@@ -92,7 +92,7 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // never formatted: it might hold key material.
 var errProviderPanic = errors.New("provider panicked")
 
-// truncated builds the FormatError for a sealed value below the minimum.
-func truncated(op string, n int) *FormatError {
-	return &FormatError{Op: op, Len: n, Reason: fmt.Sprintf("is shorter than the %d-byte minimum (nonce and tag)", Overhead)}
+// truncated builds the LengthError for a sealed value below the minimum.
+func truncated(op string, n int) *LengthError {
+	return &LengthError{Op: op, Len: n, Reason: fmt.Sprintf("is shorter than the %d-byte minimum (nonce and tag)", Overhead)}
 }

@@ -52,7 +52,7 @@ func FuzzDecrypt(f *testing.F) {
 		if d != nil {
 			t.Fatal("ready manager deferred")
 		}
-		var fe *FormatError
+		var fe *LengthError
 		switch {
 		case err == nil:
 			if len(out) != len(sealed)-Overhead {

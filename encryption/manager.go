@@ -119,7 +119,7 @@ func (m *Manager) Warm(ctx context.Context) error {
 // must present the identical bytes.
 //
 // With keys derived it returns (sealed, nil, err) within the call; err is
-// ErrNonceExhausted, ErrOverlap or a *FormatError. Otherwise (keys not
+// ErrNonceExhausted, ErrOverlap or a *LengthError. Otherwise (keys not
 // derived yet, or after Close) it returns (nil, d, nil), and d.Wait finishes
 // the job; until Wait returns the caller must not modify plaintext or aad.
 //
@@ -137,7 +137,7 @@ func (m *Manager) EncryptNow(dst, plaintext, aad []byte) ([]byte, *Deferred, err
 
 // DecryptNow appends the plaintext of sealed to dst. It tries the current
 // key and then each previous key, with the identical aad, and fails with
-// ErrAuthFailed when none authenticates, or with a *FormatError when sealed
+// ErrAuthFailed when none authenticates, or with a *LengthError when sealed
 // is shorter than Overhead. On failure it returns nil and the bytes it wrote
 // past len(dst) are zero. The fast and deferred rules are EncryptNow's;
 // DecryptNowInfo also reports which key decrypted. The spare capacity of dst

@@ -103,7 +103,7 @@ func (s *nonceSource) setForTest(instance uint64, counter uint64) {
 // instance id and counter, for inspection tools. It checks the length only:
 // it does not authenticate anything. A nonce written by another SDK that
 // used random nonces parses too, into meaningless numbers. Errors are
-// *FormatError.
+// *LengthError.
 func ParseNonce(sealed []byte) (instanceID uint64, counter uint32, err error) {
 	if len(sealed) < Overhead {
 		return 0, 0, truncated("parse nonce", len(sealed))

@@ -177,9 +177,9 @@ func TestParseNonce(t *testing.T) {
 		t.Fatalf("ParseNonce = %#x, %#x, %v", id, c, err)
 	}
 	for n := range Overhead {
-		var fe *FormatError
+		var fe *LengthError
 		if _, _, err := ParseNonce(sealed[:n]); !errors.As(err, &fe) || fe.Len != n {
-			t.Fatalf("length %d: err = %v, want *FormatError", n, err)
+			t.Fatalf("length %d: err = %v, want *LengthError", n, err)
 		}
 	}
 }

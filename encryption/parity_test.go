@@ -82,8 +82,8 @@ func TestNowAndGeneralPathsFailAlike(t *testing.T) {
 	}{
 		{"auth failure", dec, static, good, "wrong", ErrAuthFailed},
 		{"auth failure deferred", dec, goodKeys, good, "wrong", ErrAuthFailed},
-		{"truncated input", dec, static, good[:Overhead-1], "right", new(*FormatError)},
-		{"truncated input deferred", dec, goodKeys, good[:5], "right", new(*FormatError)},
+		{"truncated input", dec, static, good[:Overhead-1], "right", new(*LengthError)},
+		{"truncated input deferred", dec, goodKeys, good[:5], "right", new(*LengthError)},
 		{"nonce exhaustion", enc, exhausted, []byte("v"), "a", ErrNonceExhausted},
 		{"closed encrypt", enc, closed, []byte("v"), "a", ErrClosed},
 		{"closed decrypt", dec, closed, good, "right", ErrClosed},

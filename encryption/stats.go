@@ -30,9 +30,9 @@ type Stats struct {
 	DecryptsByKey [1 + MaxPreviousKeys]uint64
 	// AuthFailures counts decryptions that no key authenticated.
 	AuthFailures uint64
-	// FormatErrors counts decryptions refused before any attempt because
+	// LengthErrors counts decryptions refused before any attempt because
 	// the sealed value was malformed (too short).
-	FormatErrors uint64
+	LengthErrors uint64
 	// DerivationFailures counts key derivations that failed (provider error
 	// or refused keys).
 	DerivationFailures uint64
@@ -61,7 +61,7 @@ type counters struct {
 
 	decrypts           [maxKeyring]stripe.Counter // bumped on every decrypt, from every core
 	authFailures       paddedCounter
-	formatErrors       atomic.Uint64
+	lengthErrors       atomic.Uint64
 	derivationFailures atomic.Uint64
 }
 
@@ -71,8 +71,8 @@ func (c *counters) failure(err error) {
 	// keeps this path free of allocations.
 	if err == ErrAuthFailed {
 		c.authFailures.n.Add(1)
-	} else if _, ok := err.(*FormatError); ok {
-		c.formatErrors.Add(1)
+	} else if _, ok := err.(*LengthError); ok {
+		c.lengthErrors.Add(1)
 	}
 }
 
@@ -82,7 +82,7 @@ func (m *Manager) Stats() Stats {
 	s := Stats{
 		Ready:              m.state.Load() != nil,
 		AuthFailures:       m.stats.authFailures.n.Load(),
-		FormatErrors:       m.stats.formatErrors.Load(),
+		LengthErrors:       m.stats.lengthErrors.Load(),
 		DerivationFailures: m.stats.derivationFailures.Load(),
 	}
 	m.mu.Lock()

@@ -148,3 +148,19 @@ func (s *Store) Unlink(ctx context.Context, keys ...string) (int64, error) {
 	})
 	return sumDeleted(cmds)
 }
+
+// GlobEscape escapes the characters SCAN MATCH treats as pattern syntax,
+// so a literal (a key prefix) matches only itself.
+func GlobEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -251,7 +251,7 @@ func explainEntry(ctx context.Context, g *globalFlags, c *cachekit.Client, key s
 	if !errors.As(err, &ee) {
 		return err
 	}
-	b, rerr := c.RawGet(ctx, key)
+	b, rerr := c.Raw().Get(ctx, key)
 	switch {
 	case rerr != nil:
 		return err

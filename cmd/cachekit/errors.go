@@ -97,7 +97,7 @@ func entryReason(ee *cachekit.EntryError) string {
 		return where + ": written by the Python SDK in auto mode (CK frame); only cachekit-py reads it"
 	case errors.Is(ee, protocol.ErrChecksum):
 		return where + ": envelope checksum mismatch (corrupted or tampered)"
-	case errors.As(ee, new(*encryption.FormatError)):
+	case errors.As(ee, new(*encryption.LengthError)):
 		return where + ": too short to be an encrypted entry"
 	default:
 		return where + ": cannot be read with these options (" + ee.Err.Error() +

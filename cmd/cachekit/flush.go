@@ -42,7 +42,7 @@ func runFlush(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	var deleted int64
 	err := withClient(g, e.getenv, false, func(c *cachekit.Client) error {
 		var err error
-		deleted, err = c.DeleteMatching(ctx, g.match)
+		deleted, err = c.Raw().DeleteMatching(ctx, g.match)
 		return err
 	})
 	if err != nil {

@@ -58,7 +58,7 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 	if m != nil {
 		defer m.Close()
 	}
-	stored, err := c.RawGet(ctx, key)
+	stored, err := c.Raw().Get(ctx, key)
 	if err != nil {
 		return err
 	}

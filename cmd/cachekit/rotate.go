@@ -100,7 +100,7 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 	}
 	sum.Cursor = g.cursor
 	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
-		return c.RawScanFrom(ctx, pattern, g.cursor, func(batch []cachekit.RawEntry, next uint64) error {
+		return c.Raw().ScanFrom(ctx, pattern, g.cursor, func(batch []cachekit.RawEntry, next uint64) error {
 			var swaps []cachekit.RawSwap
 			for _, r := range batch {
 				sum.Scanned++
@@ -113,7 +113,7 @@ func runRotate(ctx context.Context, e *env, g *globalFlags, _ []string) error {
 			if g.dryRun {
 				sum.WouldReseal += len(swaps)
 			} else if len(swaps) > 0 {
-				done, errs := c.RawSwap(ctx, swaps)
+				done, errs := c.Raw().Swap(ctx, swaps)
 				for i := range swaps {
 					switch {
 					case done[i]:

@@ -117,7 +117,7 @@ func TestRawSwapKeepsNewerValues(t *testing.T) {
 	if err := s.rdb.PExpire(ctx, "a", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	done, errs := c.RawSwap(ctx, []cachekit.RawSwap{
+	done, errs := c.Raw().Swap(ctx, []cachekit.RawSwap{
 		{Key: "a", Old: []byte("read"), New: []byte("resealed")},
 		{Key: "b", Old: []byte("read"), New: []byte("resealed")},
 		{Key: "gone", Old: []byte("read"), New: []byte("resealed")},
@@ -222,7 +222,7 @@ func TestRotateResumesAtCursor(t *testing.T) {
 	var cursor uint64
 	first := 0
 	stop := fmt.Errorf("stop")
-	_ = old.RawScanFrom(ctx, "*", 0, func(batch []cachekit.RawEntry, next uint64) error {
+	_ = old.Raw().ScanFrom(ctx, "*", 0, func(batch []cachekit.RawEntry, next uint64) error {
 		first, cursor = len(batch), next
 		return stop
 	})

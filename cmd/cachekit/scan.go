@@ -56,7 +56,7 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	defer kr.Close()
 	counts := map[string]int{}
 	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
-		return c.RawScan(ctx, args[0], func(batch []cachekit.RawEntry) error {
+		return c.Raw().Scan(ctx, args[0], func(batch []cachekit.RawEntry) error {
 			for _, r := range batch {
 				en := scanEntry{Key: r.Key, Bytes: len(r.Stored), TTLMs: -1}
 				if r.TTL > 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/cachekit-io/cachekit-go/cachekit"
 )
 
-// errSampled stops a RawScan once stats has its sample.
+// errSampled stops a Raw().Scan once stats has its sample.
 var errSampled = errors.New("sample complete")
 
 var cmdStats = &command{
@@ -51,7 +51,7 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 	var sizes [16]int // bucket b: sizes in [4^b, 4^(b+1)); bucket 0 also holds 0
 	n, noExpiry := 0, 0
 	err = withClient(g, e.getenv, false, func(c *cachekit.Client) error {
-		return c.RawScan(ctx, pattern, func(batch []cachekit.RawEntry) error {
+		return c.Raw().Scan(ctx, pattern, func(batch []cachekit.RawEntry) error {
 			for _, r := range batch {
 				var en scanEntry
 				classifyEntry(ctx, g, kr, &en, r.Key, r.Stored)

@@ -18,6 +18,7 @@ const (
 	OpSetIfPresent
 	OpMGet
 	OpMSet
+	OpMSetWithTTL
 	OpDelete
 	OpExists
 	OpTTL
@@ -48,6 +49,7 @@ var ops = [numOps]struct {
 	OpSetIfPresent: {"cachekit.SetIfPresent", "set_if_present", false},
 	OpMGet:         {"cachekit.MGet", "mget", true},
 	OpMSet:         {"cachekit.MSet", "mset", false},
+	OpMSetWithTTL:  {"cachekit.MSetWithTTL", "mset", false},
 	OpDelete:       {"cachekit.Delete", "delete", false},
 	OpExists:       {"cachekit.Exists", "exists", false},
 	OpTTL:          {"cachekit.TTL", "ttl", false},
