@@ -7,8 +7,8 @@ package cachekit
 // GetWithTTL, AppendValue, MGet and GetOrLoad all come through loadTTL or
 // fromL1/fromL2. L1 only ever holds the same sealed bytes that L2 holds
 // (the write path, write.go, stores them). Each public operation is
-// observed once, by begin and end (observe.go); under FailOpen a Redis
-// failure becomes a miss in failopen.go.
+// observed once, by Begin and End (internal/observe); what a Redis
+// failure or miss means to the caller is outcome.go's.
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/codec"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
@@ -164,4 +166,47 @@ func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []by
 		c.admit(key, t, stored, ttl, false)
 	}
 	return payload, nil
+}
+
+// Values stored from a []byte, read back without msgpack's copy.
+
+// AppendValue appends the []byte value stored under key to dst and returns
+// the extended slice. With encryption on and an L1 hit it allocates nothing
+// when dst has room. The value must have been stored from a []byte
+// (otherwise ErrNotBytes).
+func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	return c.appendValue(ctx, observe.OpAppendValue, dst, key)
+}
+
+// appendValue is AppendValue observed as op.
+func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key string) ([]byte, error) {
+	ctx, oc := c.obs.Begin(ctx, op, key, 1)
+	s := getScratch()
+	// The remaining TTL is needed only to bound an L1 backfill: without L1
+	// a plain GETRANGE saves Redis a PTTL per read.
+	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil, nil)
+	if err == nil {
+		if raw, ok := codec.Bin(payload); ok {
+			dst = chunked.Append(dst, raw)
+		} else {
+			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: ErrNotBytes}
+		}
+	}
+	putScratch(s)
+	if oc != nil {
+		c.obs.End(ctx, oc, observe.Result{Tier: observe.TierNamed(string(tier)), Size: len(payload)}, err)
+	}
+	return dst, err
+}
+
+// GetBytes returns a copy of the []byte value stored under key.
+func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
+	out, err := c.appendValue(ctx, observe.OpGetBytes, nil, key)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, nil
 }

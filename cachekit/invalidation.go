@@ -141,7 +141,7 @@ func (c *Client) onInvalidation(fullKeys []string) {
 
 // trackingDown stops L1 writes, then clears L1: from here until tracking is
 // back, L1 holds nothing it cannot vouch for. The order matters (see
-// coherence.go).
+// write.go).
 func (c *Client) trackingDown(err error) {
 	c.inv.tracking.Store(false)
 	c.flushL1()

@@ -2,18 +2,11 @@ package cachekit
 
 import (
 	"context"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"golang.org/x/crypto/blake2b"
-
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -41,40 +34,8 @@ func (c *Client) warn(msg, key string, err error) {
 	if key != "" {
 		attrs = append(attrs, slog.String("key_digest", c.keyDigest(key)))
 	}
-	attrs = append(attrs, errorAttrs(err)...)
+	attrs = append(attrs, observe.ErrorAttrs(err, classify(err))...)
 	c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg, attrs...)
-}
-
-// errorAttrs describes err for a log line without any of its text: its
-// class, its Go type and the Go type of the cause at the end of its
-// Unwrap chain (the first branch of a joined error), with timeout=true for
-// a timeout.
-func errorAttrs(err error) []slog.Attr {
-	root := err
-	for {
-		var next error
-		switch u := root.(type) {
-		case interface{ Unwrap() error }:
-			next = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			if es := u.Unwrap(); len(es) > 0 {
-				next = es[0]
-			}
-		}
-		if next == nil {
-			break
-		}
-		root = next
-	}
-	attrs := []slog.Attr{
-		slog.String("error.type", classify(err).String()),
-		slog.String("error.go_type", fmt.Sprintf("%T", err)),
-		slog.String("error.cause_go_type", fmt.Sprintf("%T", root)),
-	}
-	if guard.IsTimeout(err) {
-		attrs = append(attrs, slog.Bool("timeout", true))
-	}
-	return attrs
 }
 
 // keyDigest is what logs and errors show instead of a cache key.
@@ -91,33 +52,19 @@ func (c *Client) keyDigest(key string) string { return c.KeyDigest(key) }
 // (cachekit inspect --secure), names a key with the same digest. Otherwise
 // (no encryption, or a KeyProvider) it is random per Client: digests
 // correlate within this Client's logs only.
-func (c *Client) KeyDigest(key string) string {
-	h, _ := blake2b.New256(c.digestKey[:]) // a 32-byte key is always accepted
-	h.Write([]byte(c.fullKey(key)))
-	var sum [blake2b.Size256]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:8])
-}
+func (c *Client) KeyDigest(key string) string { return c.digest.Digest(c.fullKey(key)) }
 
-// digestLabel separates the digest key from every key the encryption
-// package derives from the same master key.
-const digestLabel = "cachekit-go log digest v1"
-
-// digestKeyFor returns the key of a Client's log digests (see KeyDigest).
-func digestKeyFor(enc *encryption.Config) [32]byte {
-	var k [32]byte
-	if enc != nil && enc.Provider == nil && len(enc.MasterKey) == encryption.KeySize {
-		tenant := enc.Tenant
-		if tenant == "" {
-			tenant = encryption.DefaultTenant
-		}
-		if b, err := hkdf.Key(sha256.New, enc.MasterKey, []byte(digestLabel), tenant, len(k)); err == nil {
-			copy(k[:], b)
-			clear(b)
-			return k
-		}
+// digesterFor returns the Digester of a Client's log digests (see
+// KeyDigest).
+func digesterFor(enc *encryption.Config) observe.Digester {
+	if enc == nil || enc.Provider != nil {
+		return observe.NewDigester(nil, "")
 	}
-	_, _ = rand.Read(k[:])
-	return k
+	tenant := enc.Tenant
+	if tenant == "" {
+		tenant = encryption.DefaultTenant
+	}
+	return observe.NewDigester(enc.MasterKey, tenant)
 }
 
 // DiscardRedisDriverLogs silences go-redis's process-wide internal logger
