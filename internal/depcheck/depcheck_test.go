@@ -4,7 +4,9 @@
 package depcheck
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -98,5 +100,41 @@ func TestLeavesImportNoSibling(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGoRedisStaysInL2: besides l2, only cachekit/options.go names go-redis
+// (the type of Options.Redis), and the internal packages cachekit composes
+// reach Redis only through l2.
+func TestGoRedisStaysInL2(t *testing.T) {
+	const goredis = "github.com/redis/go-redis/v9"
+	out, err := exec.Command("go", "list", "-f", `{{.Dir}}{{"\n"}}{{join .GoFiles "\n"}}`, module+"/cachekit").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(out))
+	dir, files := lines[0], lines[1:]
+	for _, f := range files {
+		src, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(src), `"`+goredis+`"`) && f != "options.go" {
+			t.Errorf("cachekit/%s imports go-redis; only options.go may (Options.Redis)", f)
+		}
+	}
+	for _, pkg := range []string{"internal/guard", "internal/flight", "internal/observe", "internal/swr", "internal/codec"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"/"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			if strings.HasPrefix(imp, "github.com/redis/") {
+				t.Errorf("%s imports %s; Redis is l2's", pkg, imp)
+			}
+			if imp == module+"/cachekit" {
+				t.Errorf("%s imports cachekit: the rooms never point back", pkg)
+			}
+		}
 	}
 }
