@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -67,7 +68,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		}
 		if err != nil {
 			rerr := c.readErr(ctx, key, err)
-			if isMiss(rerr) {
+			if out, _ := outcomeOf(rerr); out == observe.Degraded {
 				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
 			}
 			return nil, rerr
@@ -238,27 +239,9 @@ func (c *Client) keepLease(ctx context.Context, full, lease string) (stop func()
 // keepLeases is keepLease for several keys, renewed one after the other.
 func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop func()) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(max(c.leaseTTL/3, time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-c.bg.Done():
-				return
-			case <-tick.C:
-			}
-			for i, full := range fulls {
-				actx, acancel := context.WithTimeout(rctx, c.rel.AttemptTimeout())
-				_, _ = c.l2.Renew(actx, full, leases[i], c.leaseTTL)
-				acancel()
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	unlink := context.AfterFunc(c.bg, cancel) // Close ends it too
+	wait := c.l2.KeepLeases(rctx, fulls, leases, c.leaseTTL, c.rel.AttemptTimeout())
+	return func() { unlink(); cancel(); wait() }
 }
 
 // releaseLease gives the key back (deletes the lease if still there),
@@ -267,12 +250,6 @@ func (c *Client) releaseLease(ctx context.Context, full, lease string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
 	defer cancel()
 	_, _ = c.l2.Release(rctx, full, lease)
-}
-
-// isMiss reports whether err is a FailOpen miss.
-func isMiss(err error) bool {
-	var me *MissError
-	return errors.As(err, &me)
 }
 
 // leaseLoadBatch is loadBatch with leases: one pipeline plants a lease on

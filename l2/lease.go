@@ -250,6 +250,32 @@ func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration)
 	return s.runDone(ctx, "lease", renewScript, key, lease, pxMillis(ttl))
 }
 
+// KeepLeases renews each lease on its key (keys[i], leases[i]) every
+// ttl/3, one after the other, each renewal bounded by attempt, until ctx
+// ends. It returns a function that waits for the renewer to end: call it
+// once ctx has ended. A renewal that finds its lease gone changes nothing.
+func (s *Store) KeepLeases(ctx context.Context, keys, leases []string, ttl, attempt time.Duration) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(max(ttl/3, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			for i, key := range keys {
+				actx, cancel := context.WithTimeout(ctx, attempt)
+				_, _ = s.Renew(actx, key, leases[i], ttl)
+				cancel()
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
 // Release deletes key while it still holds lease (a load that failed gives
 // the key back at once instead of at the lease's expiry), and reports
 // whether it did. Redis over maxmemory refuses the compare-and-delete
