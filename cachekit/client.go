@@ -1,6 +1,7 @@
 package cachekit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -96,38 +97,32 @@ func New(opts Options) (*Client, error) {
 		compressed:  !opts.DisableCompression && !opts.Interop,
 		interop:     opts.Interop,
 		jsonTags:    opts.StructTag == "json",
-		defaultTTL:  opts.DefaultTTL,
-		leaseTTL:    opts.LeaseTTL,
+		defaultTTL:  cmp.Or(opts.DefaultTTL, defaultTTL),
+		leaseTTL:    cmp.Or(opts.LeaseTTL, defaultLeaseTTL),
 		fleetWait:   opts.FleetSingleFlight,
-		loadTimeout: opts.LoadTimeout,
-		log:         opts.Logger,
+		loadTimeout: cmp.Or(opts.LoadTimeout, defaultLoadTimeout),
+		maxValue:    cmp.Or(opts.MaxValueBytes, defaultMaxValueBytes),
+		log:         cmp.Or(opts.Logger, slog.Default()),
 		now:         opts.Clock,
-	}
-	if c.defaultTTL == 0 {
-		c.defaultTTL = defaultTTL
 	}
 	if _, err := protocol.NormalizeTTL(c.defaultTTL); err != nil {
 		return nil, configErr("DefaultTTL: " + err.Error())
 	}
-	if c.loadTimeout == 0 {
-		c.loadTimeout = defaultLoadTimeout
-	}
-	if c.leaseTTL == 0 {
-		c.leaseTTL = defaultLeaseTTL
-	}
-	c.maxValue = opts.MaxValueBytes
-	if c.maxValue == 0 {
-		c.maxValue = defaultMaxValueBytes
-	}
 	c.maxEntry = c.maxValue + c.maxValue/255 + maxEntryOverhead
 	c.large = largeSlots(opts.LargeValueConcurrency, opts.UnboundedLargeValues)
 	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}
+	if err := c.build(opts); err != nil {
+		_ = c.closeParts()
+		return nil, err
+	}
+	return c, nil
+}
+
+// build makes c's parts from opts; on an error New releases what it made.
+func (c *Client) build(opts Options) error {
 	c.digest = digesterFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
 	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
@@ -138,22 +133,20 @@ func New(opts Options) (*Client, error) {
 	if opts.Encryption != nil {
 		m, err := encryption.NewManager(*opts.Encryption)
 		if err != nil {
-			return nil, encryptionErr(err)
-		}
-		if opts.Encryption.Provider == nil {
-			if err := m.Warm(context.Background()); err != nil {
-				_ = m.Close()
-				return nil, encryptionErr(err)
-			}
+			return encryptionErr(err)
 		}
 		c.enc = m
+		if opts.Encryption.Provider == nil {
+			if err := m.Warm(context.Background()); err != nil {
+				return encryptionErr(err)
+			}
+		}
 		c.aad, c.aadErr = protocol.NewAADTemplate(m.Tenant(), c.prefix, protocol.FormatMsgpack, c.compressed)
 	}
 	if opts.L1MaxBytes > 0 {
 		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock})
 		if err != nil {
-			c.closeParts()
-			return nil, err
+			return err
 		}
 		c.l1 = cache
 	}
@@ -167,8 +160,7 @@ func New(opts Options) (*Client, error) {
 		}
 		rdb, err := l2.Open(opts.RedisURL, attempt, attempt+guard.TransferTime(c.maxEntry))
 		if err != nil {
-			c.closeParts()
-			return nil, configErrFrom("RedisURL", err)
+			return configErrFrom("RedisURL", err)
 		}
 		c.l2 = l2.New(rdb)
 		c.ownsRedis = true
@@ -176,8 +168,7 @@ func New(opts Options) (*Client, error) {
 	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
 		Digest: c.keyDigest, Classify: outcomeOf, Snapshot: c.snapshot})
 	if err != nil {
-		_ = c.closeParts()
-		return nil, err
+		return err
 	}
 	c.obs = obs
 	if opts.Reliability != nil {
@@ -186,11 +177,7 @@ func New(opts Options) (*Client, error) {
 	if c.l2 != nil {
 		c.checkInjected()
 	}
-	if err := c.startInvalidation(); err != nil {
-		_ = c.closeParts()
-		return nil, err
-	}
-	return c, nil
+	return c.startInvalidation()
 }
 
 // encryptionErr makes an invalid encryption.Config an ErrConfig too.
