@@ -255,7 +255,10 @@ func (c *Client) fullKey(key string) string {
 // its own. Buffers that grew past maxPooled are dropped, not pooled.
 const maxPooled = 256 << 10
 
-type scratch struct{ aad, plain, value []byte }
+type scratch struct {
+	aad, plain, value []byte
+	inSlot            bool // open holds a large-work slot for the entry it opens
+}
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 

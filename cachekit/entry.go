@@ -105,27 +105,12 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 // open authenticates and unwraps stored bytes into the msgpack payload,
 // holding a large-work slot (LargeValueConcurrency) for a large entry: a
 // small entry pays one comparison. Get, MGet and GetOrLoad open every entry,
-// from either tier, here.
-func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
-	if len(stored) < LargeValueBytes {
-		return c.unseal(ctx, s, key, stored)
-	}
-	return c.openLarge(ctx, s, key, stored)
-}
-
-// openLarge is open of a large entry, holding a large-work slot.
-func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
-	held, err := c.enterLarge(ctx, len(stored))
-	if err != nil {
-		return nil, err
-	}
-	defer c.leaveLarge(held)
-	return c.unseal(ctx, s, key, stored)
-}
-
-// unseal is open's work. The container is the one this Client is
+// from either tier, here. The container is the one this Client is
 // configured for; it never guesses.
-func (c *Client) unseal(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	if len(stored) >= LargeValueBytes && !s.inSlot {
+		return c.openLarge(ctx, s, key, stored)
+	}
 	// An entry too large to hold a value within MaxValueBytes (the bound
 	// allows LZ4's worst-case growth, the envelope and the AEAD overhead)
 	// is refused before it is decrypted into a buffer of its size.
@@ -239,6 +224,18 @@ func (c *Client) mapErr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// openLarge is open of a large entry in a large-work slot: it takes one
+// and opens the entry through open again, marked as holding it.
+func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	held, err := c.enterLarge(ctx, len(stored))
+	if err != nil {
+		return nil, err
+	}
+	s.inSlot = true
+	defer func() { s.inSlot = false; c.leaveLarge(held) }()
+	return c.open(ctx, s, key, stored)
 }
 
 // LargeValueBytes is the size from which sealing or opening a value counts
