@@ -1,0 +1,98 @@
+package cachekit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Six Clients missing one cold key at once run one load, and every caller
+// returns within the load's time and 100 ms: woken by invalidation, or
+// polling (capped at 50 ms) without it.
+func TestFleetSingleFlight(t *testing.T) {
+	t.Parallel()
+	for _, inv := range []bool{true, false} {
+		t.Run(fmt.Sprint("invalidation=", inv), func(t *testing.T) {
+			t.Parallel()
+			srv, _ := withRedis(t)
+			o := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true}
+			if inv {
+				o.Invalidation = &Invalidation{}
+			}
+			const load = 300 * time.Millisecond
+			var calls atomic.Int32
+			var loaded atomic.Int64 // when the load returned, UnixNano
+			loader := func(ctx context.Context) (string, error) {
+				calls.Add(1)
+				time.Sleep(load) // the work a load does
+				loaded.Store(time.Now().UnixNano())
+				return "v", nil
+			}
+			clients := make([]*Client, 6)
+			for i := range clients {
+				clients[i] = newClient(t, o)
+			}
+			var wg sync.WaitGroup
+			took := make([]time.Duration, len(clients))
+			ended := make([]int64, len(clients))
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start := time.Now()
+					v, err := GetOrLoad(bg, c, "cold", loader)
+					took[i], ended[i] = time.Since(start), time.Now().UnixNano()
+					if err != nil || v != "v" {
+						t.Errorf("client %d: %q, %v", i, v, err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("%d loads, want 1", n)
+			}
+			// Each caller is back within 100 ms of the load's end: woken (or,
+			// without invalidation, polling every 50 ms at most), not waiting
+			// out a lease.
+			for i, e := range ended {
+				if after := time.Duration(e - loaded.Load()); after > 100*time.Millisecond {
+					t.Errorf("client %d returned %v after the load ended, want at most 100ms", i, after)
+				}
+			}
+			t.Logf("callers returned after %v", took)
+		})
+	}
+}
+
+// A load longer than the lease stays the only one: its Client renews the
+// lease while the loader runs.
+func TestFleetLongLoadRunsOnce(t *testing.T) {
+	t.Parallel()
+	srv, _ := withRedis(t)
+	o := Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true,
+		Invalidation: &Invalidation{}, LeaseTTL: time.Second}
+	var calls atomic.Int32
+	loader := func(ctx context.Context) (string, error) {
+		calls.Add(1)
+		time.Sleep(4 * time.Second) // four lease lifetimes: the work a long load does
+		return "v", nil
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		c := newClient(t, o)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := GetOrLoad(bg, c, "slow", loader); err != nil || v != "v" {
+				t.Errorf("%q, %v", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d loads, want 1", n)
+	}
+}
