@@ -108,24 +108,27 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 // from either tier, here.
 func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
 	if len(stored) < LargeValueBytes {
-		return c.unseal(ctx, s, key, stored)
+		return c.unseal(ctx, s, key, stored, nil)
 	}
-	return c.openLarge(ctx, s, key, stored)
+	return c.openLarge(ctx, s, key, stored, nil)
 }
 
-// openLarge is open of a large entry, holding a large-work slot.
-func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+// openLarge is open of a large entry, holding a large-work slot; with info
+// not nil, unseal reports its steps there (Raw.Open).
+func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored []byte, info *OpenedEntry) ([]byte, error) {
 	held, err := c.enterLarge(ctx, len(stored))
 	if err != nil {
 		return nil, err
 	}
 	defer c.leaveLarge(held)
-	return c.unseal(ctx, s, key, stored)
+	return c.unseal(ctx, s, key, stored, info)
 }
 
 // unseal is open's work. The container is the one this Client is
-// configured for; it never guesses.
-func (c *Client) unseal(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+// configured for; it never guesses. With info not nil it also records how
+// far it got (Raw.Open): the keyring entry, the container and the payload,
+// each aliasing s or stored.
+func (c *Client) unseal(ctx context.Context, s *scratch, key string, stored []byte, info *OpenedEntry) ([]byte, error) {
 	// An entry too large to hold a value within MaxValueBytes (the bound
 	// allows LZ4's worst-case growth, the envelope and the AEAD overhead)
 	// is refused before it is decrypted into a buffer of its size.
@@ -139,14 +142,22 @@ func (c *Client) unseal(ctx context.Context, s *scratch, key string, stored []by
 			return nil, err
 		}
 		var d *encryption.Deferred
-		s.plain, d, err = c.enc.DecryptNow(s.plain[:0], stored, aad)
+		var di encryption.DecryptInfo
+		s.plain, di, d, err = c.enc.DecryptNowInfo(s.plain[:0], stored, aad)
 		if d != nil {
 			s.plain, err = d.Wait(ctx)
+			di = d.Info()
 		}
 		if err != nil {
 			return nil, c.openErr(err)
 		}
 		body = s.plain
+		if info != nil {
+			info.KeyIndex = di.KeyIndex
+		}
+	}
+	if info != nil {
+		info.Container = body
 	}
 	if c.compressed {
 		var err error
@@ -154,6 +165,9 @@ func (c *Client) unseal(ctx context.Context, s *scratch, key string, stored []by
 			return nil, c.envelopeSizeErr(err, body)
 		}
 		body = s.value
+	}
+	if info != nil {
+		info.Payload = body
 	}
 	if err := protocol.CheckMsgpack(body, c.limits); err != nil {
 		if len(body) > c.maxValue { // the limit that refused it is MaxValueBytes
