@@ -175,17 +175,20 @@ func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []by
 // when dst has room. The value must have been stored from a []byte
 // (otherwise ErrNotBytes).
 func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byte, error) {
-	return c.appendValue(ctx, observe.OpAppendValue, dst, key)
+	return c.appendValue(ctx, observe.OpAppendValue, dst, key, true)
 }
 
-// appendValue is AppendValue observed as op.
-func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key string) ([]byte, error) {
+// appendValue is AppendValue observed as op; with bin false it appends the
+// whole msgpack payload, whatever it holds (Raw.AppendPayload).
+func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key string, bin bool) ([]byte, error) {
 	ctx, oc := c.obs.Begin(ctx, op, key, 1)
 	s := getScratch()
 	// The remaining TTL is needed only to bound an L1 backfill: without L1
 	// a plain GETRANGE saves Redis a PTTL per read.
 	payload, tier, _, err := c.loadTTL(ctx, s, key, c.l1 != nil, nil)
-	if err == nil {
+	if err == nil && !bin {
+		dst = chunked.Append(dst, payload)
+	} else if err == nil {
 		if raw, ok := codec.Bin(payload); ok {
 			dst = chunked.Append(dst, raw)
 		} else {
@@ -201,7 +204,7 @@ func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key
 
 // GetBytes returns a copy of the []byte value stored under key.
 func (c *Client) GetBytes(ctx context.Context, key string) ([]byte, error) {
-	out, err := c.appendValue(ctx, observe.OpGetBytes, nil, key)
+	out, err := c.appendValue(ctx, observe.OpGetBytes, nil, key, true)
 	if err != nil {
 		return nil, err
 	}

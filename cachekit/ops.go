@@ -16,28 +16,40 @@ import (
 // their invalidation messages when Options.Invalidation is on. Deleting a
 // key that is not cached is not an error.
 func (c *Client) Delete(ctx context.Context, keys ...string) error {
+	_, err := c.deleteCounted(ctx, keys)
+	return err
+}
+
+// deleteCounted is Delete, observed, returning how many keys held an entry
+// in Redis (Raw.Delete reports it).
+func (c *Client) deleteCounted(ctx context.Context, keys []string) (int64, error) {
 	var oc *observe.Call
 	if len(keys) == 1 {
 		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, keys[0], 1)
 	} else {
 		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, "", len(keys))
 	}
-	err := c.delete(ctx, keys)
+	n, err := c.delete(ctx, keys)
 	r := observe.Result{Tier: observe.L1}
 	if c.l2 != nil {
 		r.Tier = observe.L2
 	}
 	c.obs.End(ctx, oc, r, err)
-	return err
+	return n, err
 }
 
-func (c *Client) delete(ctx context.Context, keys []string) error {
+func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 	if c.closed.Load() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
+	var n int64
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
-		err = c.redis(ctx, "del", 0, func(ctx context.Context) error { return c.deleteL2(ctx, keys) })
+		err = c.redis(ctx, "del", 0, func(ctx context.Context) error {
+			var err error
+			n, err = c.deleteL2(ctx, keys)
+			return err
+		})
 		if isPublishErr(err) { // one key: its DEL went, with its PUBLISH beside it
 			c.publishFailed("Delete", keys, err)
 			err = nil
@@ -49,28 +61,30 @@ func (c *Client) delete(ctx context.Context, keys []string) error {
 	for _, k := range keys {
 		c.dropL1(k)
 	}
-	return err
+	return n, err
 }
 
-// deleteL2 sends Delete's DELs: for one key, DEL (and, with invalidation,
-// its PUBLISH in the same round trip); for several, one DEL per hash slot
-// in one pipeline (Delete publishes them after).
-func (c *Client) deleteL2(ctx context.Context, keys []string) error {
+// deleteL2 sends Delete's DELs and returns how many keys held an entry (a
+// lease is deleted but not counted): for one key, DEL (and, with
+// invalidation, its PUBLISH in the same round trip); for several, one DEL
+// per key in one pipeline (Delete publishes them after).
+func (c *Client) deleteL2(ctx context.Context, keys []string) (int64, error) {
 	if len(keys) == 1 {
 		full := c.fullKey(keys[0])
 		if c.inv == nil {
-			_, err := c.l2.Delete(ctx, full)
-			return err
+			return c.l2.Delete(ctx, full)
 		}
-		_, err := c.l2.DeletePublish(ctx, full, c.inv.channel, c.publishMsg(keys[0]))
-		return err
+		ok, err := c.l2.DeletePublish(ctx, full, c.inv.channel, c.publishMsg(keys[0]))
+		if ok {
+			return 1, err
+		}
+		return 0, err
 	}
 	full := make([]string, len(keys))
 	for i, k := range keys {
 		full[i] = c.fullKey(k)
 	}
-	_, err := c.l2.Delete(ctx, full...)
-	return err
+	return c.l2.Delete(ctx, full...)
 }
 
 // Touch sets the time to live of key to ttl (Redis PEXPIRE) without

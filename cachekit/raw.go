@@ -7,15 +7,19 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 // Raw is the Client's door for inspection and maintenance tools, such as
 // the cachekit command: it reads and rewrites the sealed bytes Redis holds
-// as they are, without opening them, and deletes by pattern. It is the one
-// place such calls live, as database/sql's Conn.Raw is the one door to the
-// driver's connection; applications read and write through the Client's
-// own methods. Every method returns ErrClosed after Close.
+// as they are, opens them step by step with the Client's own open, hands
+// over a value's msgpack payload undecoded, and deletes by key (counting)
+// or by pattern. It is the one place such calls live, as database/sql's
+// Conn.Raw is the one door to the driver's connection; applications read
+// and write through the Client's own methods. Every method returns
+// ErrClosed after Close.
 type Raw struct{ c *Client }
 
 // Raw returns the Client's door for tools (see Raw).
@@ -47,6 +51,126 @@ func (r Raw) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return b, err
+}
+
+// AppendPayload appends the msgpack payload of the value stored under key
+// to dst and returns the extended slice: the document Get would decode,
+// read and opened by Get's own path (L1, then Redis; authenticated,
+// unwrapped and checked to be exactly one msgpack document within the
+// Client's decode bounds, counted and observed as a Get), but not decoded.
+// Its errors are Get's. It is meant for tools that decode msgpack
+// themselves, such as the cachekit command's get, which prints any value
+// as JSON with its integers exact.
+func (r Raw) AppendPayload(ctx context.Context, dst []byte, key string) ([]byte, error) {
+	return r.c.appendValue(ctx, observe.OpGet, dst, key, false)
+}
+
+// Delete is Client.Delete (the same Redis commands, L1 drops and
+// invalidation messages) that also returns how many of keys held an entry
+// in Redis. A key holding a lease (GetOrLoad loading it) is deleted, which
+// voids the load, but not counted. Each key's count is read in the round
+// trip that deletes it, so no separate Exists can race the delete; the
+// count can be off by one for a key a load leases or fills between its
+// lease probe and its DEL (see l2's Delete), and after a retried round trip
+// (Options.Reliability) it is the last attempt's. Without Redis (L1-only
+// mode) it drops the L1 copies and returns 0. It is meant for operators'
+// tools such as the cachekit command's del.
+func (r Raw) Delete(ctx context.Context, keys ...string) (int64, error) {
+	return r.c.deleteCounted(ctx, keys)
+}
+
+// OpenedEntry is what Raw.Open found at each step of opening one entry.
+// On an error its fields say how far the open got.
+type OpenedEntry struct {
+	// KeyIndex is the keyring entry that authenticated the entry: 0 for
+	// the current key, i for Encryption.PreviousKeys[i-1]; -1 without
+	// encryption or when decryption failed.
+	KeyIndex int
+	// KeyFingerprint is the hex fingerprint of that keyring entry (as
+	// Stats.KeyFingerprint names the current one), "" when KeyIndex is -1.
+	// It identifies the key without revealing it.
+	KeyFingerprint string
+	// Container is what the encryption held (without encryption, the
+	// stored bytes): the ByteStorage envelope with compression on, the
+	// msgpack payload with it off. Nil when the open failed before it
+	// (decryption, or the size bound).
+	Container []byte
+	// Payload is the msgpack payload out of the container. Nil when the
+	// open failed before it (the envelope did not open); set together with
+	// an error, it is not exactly one msgpack document within the Client's
+	// decode bounds.
+	Payload []byte
+}
+
+// Open opens stored, the stored bytes of key (as Raw.Get or Raw.Scan
+// returned them), with the Client's own open, the one Get runs on every
+// entry of either tier: the MaxValueBytes bound, decryption under the
+// keyring with the AAD of tenant, full key, format and compressed flag,
+// the ByteStorage envelope and its checksum, and the bounded msgpack
+// check. It reports what each step found, and returns the error Get's open
+// would meet (matching ErrAuthFailed for bytes that do not authenticate,
+// a protocol error for a damaged envelope or payload). It reads and writes
+// neither tier and counts nothing in Stats but the keyring's decryptions
+// (two per entry: the open's, and the report's of the keyring entry).
+// Container and Payload are fresh copies of the entry's plaintext: clear
+// them when done. It is meant for inspection tools such as the cachekit
+// command's inspect.
+func (r Raw) Open(ctx context.Context, key string, stored []byte) (OpenedEntry, error) {
+	c := r.c
+	info := OpenedEntry{KeyIndex: -1}
+	if c.closed.Load() {
+		return info, ErrClosed
+	}
+	if key == "" {
+		return info, errEmptyKey
+	}
+	s := getScratch()
+	defer putScratch(s) // wipes the plaintext the copy below was taken from
+	payload, err := c.open(ctx, s, key, stored)
+	if err == nil {
+		info.Payload = chunked.Append(make([]byte, 0, len(payload)), payload)
+	}
+	if len(stored) <= c.maxEntry && (err == nil || !notTheEntry(ctx, err)) {
+		c.retrace(ctx, s, key, stored, &info)
+	}
+	if info.KeyIndex >= 0 {
+		st := c.enc.Stats()
+		info.KeyFingerprint = st.Fingerprint
+		if info.KeyIndex > 0 && info.KeyIndex <= len(st.PreviousFingerprints) {
+			info.KeyFingerprint = st.PreviousFingerprints[info.KeyIndex-1]
+		}
+	}
+	return info, err
+}
+
+// retrace notes in info what the open of stored passed through, for
+// Raw.Open's report, off Get's path: the keyring entry that authenticates
+// it and the container (fresh copies, from a second decryption), and, when
+// the open failed after the container, the payload out of it.
+func (c *Client) retrace(ctx context.Context, s *scratch, key string, stored []byte, info *OpenedEntry) {
+	container := chunked.Append(make([]byte, 0, len(stored)), stored)
+	if c.enc != nil {
+		aad, err := c.appendAAD(s, key)
+		if err != nil {
+			return
+		}
+		plain, idx, err := c.enc.DecryptIndex(ctx, nil, stored, aad)
+		if err != nil {
+			return
+		}
+		container, info.KeyIndex = plain, idx
+	}
+	info.Container = container
+	if info.Payload == nil {
+		payload := container
+		if c.compressed {
+			var err error
+			if payload, err = protocol.OpenEnvelopeMax(nil, container, c.maxValue); err != nil {
+				return
+			}
+		}
+		info.Payload = chunked.Append(make([]byte, 0, len(payload)), payload)
+	}
 }
 
 // rawBatch is how many keys one SCAN step asks for (a hint to Redis) and

@@ -15,18 +15,6 @@ import (
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
-// rawValue receives a value's msgpack bytes from cachekit.Client.Get
-// untouched (the client's decoder hands an Unmarshaler the raw document), so
-// the tool decodes them itself with the protocol's bounded decoder and keeps
-// integers exact.
-type rawValue struct{ b []byte }
-
-// UnmarshalMsgpack implements the msgpack Unmarshaler interface.
-func (r *rawValue) UnmarshalMsgpack(b []byte) error {
-	r.b = append(r.b[:0], b...)
-	return nil
-}
-
 // maxStdinValue bounds a value read from stdin ("-"): the protocol's largest
 // payload.
 const maxStdinValue = protocol.MaxEnvelopeOriginalSize
@@ -46,16 +34,15 @@ var cmdGet = &command{
 	minArgs: 1, maxArgs: 1,
 	run: func(ctx context.Context, e *env, g *globalFlags, args []string) error {
 		return withClient(g, e.getenv, true, func(c *cachekit.Client) error {
-			var raw rawValue
-			if err := c.Get(ctx, args[0], &raw); err != nil {
+			// The client's own read path hands over the payload it opened
+			// and checked (exactly one bounded msgpack document), which the
+			// tool decodes once itself so integers stay exact.
+			payload, err := c.Raw().AppendPayload(ctx, nil, args[0])
+			if err != nil {
 				return explainEntry(ctx, g, c, args[0], err)
 			}
-			if len(raw.b) == 0 {
-				// The client checked the payload is exactly one document; its
-				// decoder hands an Unmarshaler nothing for msgpack nil.
-				raw.b = []byte{0xc0}
-			}
-			v, err := protocol.DecodeMsgpack(raw.b, protocol.DefaultDecodeLimits)
+			defer clear(payload) // after the write: v may alias it
+			v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
 			if err != nil {
 				return integrityErrorf("stored value is not readable msgpack: %v", err)
 			}
@@ -122,14 +109,12 @@ var cmdDel = &command{
 	minArgs:  1, maxArgs: 1,
 	run: func(ctx context.Context, e *env, g *globalFlags, args []string) error {
 		return withClient(g, e.getenv, false, func(c *cachekit.Client) error {
-			ok, err := c.Exists(ctx, args[0])
+			// One round trip deletes KEY and says whether it held an entry.
+			n, err := c.Raw().Delete(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			if err := c.Delete(ctx, args[0]); err != nil {
-				return err
-			}
-			if !ok {
+			if n == 0 {
 				return errNotFound
 			}
 			return nil

@@ -96,9 +96,28 @@ func openClient(g *globalFlags, getenv func(string) string, withKeys bool) (*cac
 	return c, nil
 }
 
-// openManager builds an encryption Manager for inspect, which opens entries
-// step by step instead of through the client. It returns nil without
-// --secure.
+// openOffline builds a Redis-less client (an L1 it never fills) with the
+// flags' keyring, prefix and container, for Raw.Open alone: inspect asks
+// one whether the entry authenticates under the other compression setting.
+func openOffline(g *globalFlags, getenv func(string) string) (*cachekit.Client, error) {
+	cfg, err := g.keyring(getenv)
+	if err != nil {
+		return nil, err
+	}
+	defer wipe(cfg)
+	return cachekit.New(cachekit.Options{
+		L1MaxBytes:         1 << 20,
+		KeyPrefix:          g.prefix,
+		DisableCompression: g.noCompression,
+		Interop:            g.interop,
+		Encryption:         cfg,
+		Logger:             slog.New(slog.DiscardHandler),
+	})
+}
+
+// openManager builds an encryption Manager for the commands that open
+// entries without a client (scan, stats, rotate) and for inspect's match of
+// a CK frame's key fingerprint. It returns nil without --secure.
 func openManager(g *globalFlags, getenv func(string) string) (*encryption.Manager, error) {
 	cfg, err := g.keyring(getenv)
 	if err != nil || cfg == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -46,23 +47,15 @@ func (r report) line(label, format string, args ...any) {
 
 func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) error {
 	key := args[0]
-	c, err := openClient(g, e.getenv, true) // with --secure: the keys the digest is derived from
+	c, err := openClient(g, e.getenv, true) // with --secure: the keyring the entry is opened with
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	m, err := openManager(g, e.getenv)
-	if err != nil {
-		return err
-	}
-	if m != nil {
-		defer m.Close()
-	}
 	stored, err := c.Raw().Get(ctx, key)
 	if err != nil {
 		return err
 	}
-	fullKey := g.prefix + key
 	r := report{e.stdout}
 	if g.secure {
 		r.line("key digest", "%s", c.KeyDigest(key))
@@ -73,29 +66,52 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 	r.line("stored size", "%d bytes", len(stored))
 
 	if isPythonFrame(stored) {
-		return inspectPythonFrame(r, m, stored)
-	}
-	body := stored
-	if m != nil {
-		if body, err = inspectDecrypt(ctx, r, g, m, fullKey, stored); err != nil {
+		// A Manager only to match the frame header's key fingerprint
+		// against the keyring; the frame itself is never opened.
+		m, err := openManager(g, e.getenv)
+		if err != nil {
 			return err
 		}
-	} else if !looksPlain(g, stored) && len(stored) >= encryption.Overhead {
+		if m != nil {
+			defer m.Close()
+		}
+		return inspectPythonFrame(r, m, stored)
+	}
+	if !g.secure && !looksPlain(g, stored) && len(stored) >= encryption.Overhead {
 		r.line("encryption", "looks encrypted (neither %s nor msgpack)", containerName(g))
 		printNonce(r, stored, "unauthenticated")
 		return integrityErrorf("entry looks encrypted; pass --secure with $%s (and --tenant) to open it", envMasterKey)
+	}
+	// The client's own open, as get runs it; what it found at each step is
+	// reported below.
+	op, openErr := c.Raw().Open(ctx, key, stored)
+	defer clear(op.Container)
+	defer clear(op.Payload)
+	if g.secure {
+		if err := inspectDecrypt(ctx, r, g, e.getenv, key, stored, op, openErr); err != nil {
+			return err
+		}
 	} else {
 		r.line("encryption", "none (plaintext)")
 	}
-	payload := body
+	if op.Container == nil { // refused before any step reported here (its size, or ctx)
+		return openRefused(ctx, openErr)
+	}
 	if g.compressed() {
-		if payload, err = inspectEnvelope(r, body); err != nil {
+		if err := inspectEnvelope(r, op.Container, op.Payload != nil, openErr); err != nil {
 			return err
 		}
-	} else if _, perr := protocol.ParseEnvelope(body); perr == nil {
+	} else if _, perr := protocol.ParseEnvelope(op.Container); perr == nil {
 		r.line("note", "the value is itself a ByteStorage envelope: written with compression on? (drop --no-compression)")
 	}
-	v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
+	if openErr != nil {
+		if op.Payload == nil { // not a step of this report: pass the client's verdict on
+			return openRefused(ctx, openErr)
+		}
+		r.line("value", "not readable msgpack")
+		return integrityErrorf("value is not readable msgpack: %v", openErr)
+	}
+	v, err := protocol.DecodeMsgpack(op.Payload, protocol.DefaultDecodeLimits)
 	if err != nil {
 		r.line("value", "not readable msgpack")
 		return integrityErrorf("value is not readable msgpack: %v", err)
@@ -133,51 +149,68 @@ func looksPlain(g *globalFlags, b []byte) bool {
 	return protocol.CheckMsgpack(b, protocol.DefaultDecodeLimits) == nil
 }
 
-// inspectDecrypt opens stored under the keyring and reports which entry
-// authenticated it. On failure it explains what it can and returns an
-// integrity error.
-func inspectDecrypt(ctx context.Context, r report, g *globalFlags, m *encryption.Manager, fullKey string, stored []byte) ([]byte, error) {
-	tenant := m.Tenant()
-	if len(stored) < encryption.Overhead {
+// inspectDecrypt reports the decryption step of the client's open (op and
+// openErr, from Raw.Open of stored): which keyring entry authenticated the
+// entry or, when none did, what it can tell. It returns an integrity error
+// when the entry did not decrypt.
+func inspectDecrypt(ctx context.Context, r report, g *globalFlags, getenv func(string) string, key string, stored []byte, op cachekit.OpenedEntry, openErr error) error {
+	tenant := g.tenant
+	if tenant == "" {
+		tenant = encryption.DefaultTenant
+	}
+	if op.KeyIndex >= 0 {
+		r.line("encryption", "AES-256-GCM, authenticated (tenant %s)", strconv.Quote(tenant))
+		r.line("keyring entry", "%s, fingerprint %s", keyLabel(op.KeyIndex), op.KeyFingerprint)
+		printNonce(r, stored, "authenticated")
+		return nil
+	}
+	if errors.As(openErr, new(*encryption.LengthError)) {
 		r.line("encryption", "cannot be encrypted: shorter than %d bytes", encryption.Overhead)
 		if looksPlain(g, stored) {
-			return nil, integrityErrorf("entry is not encrypted; a --secure reader refuses plaintext")
+			return integrityErrorf("entry is not encrypted; a --secure reader refuses plaintext")
 		}
-		return nil, integrityErrorf("entry is too short to be encrypted")
+		return integrityErrorf("entry is too short to be encrypted")
 	}
-	plain, idx, err := decryptWith(ctx, m, stored, tenant, fullKey, g.compressed())
-	if err == nil {
-		st := m.Stats()
-		fp := st.Fingerprint
-		if idx > 0 && idx-1 < len(st.PreviousFingerprints) {
-			fp = st.PreviousFingerprints[idx-1]
-		}
-		r.line("encryption", "AES-256-GCM, authenticated (tenant %s)", strconv.Quote(tenant))
-		r.line("keyring entry", "%s, fingerprint %s", keyLabel(idx), fp)
-		printNonce(r, stored, "authenticated")
-		return plain, nil
-	}
-	if !errors.Is(err, encryption.ErrAuthFailed) {
-		return nil, err
+	if !errors.Is(openErr, cachekit.ErrAuthFailed) {
+		return openRefused(ctx, openErr)
 	}
 	r.line("encryption", "does NOT authenticate under this keyring, tenant and key")
 	printNonce(r, stored, "unauthenticated")
-	if _, _, aerr := decryptWith(ctx, m, stored, tenant, fullKey, !g.compressed()); aerr == nil {
+	if otherCompressionOpens(ctx, g, getenv, key, stored) {
 		r.line("hint", "it authenticates with compressed=%s: the writer used the other compression setting", pyBool(!g.compressed()))
 	} else if looksPlain(g, stored) {
 		r.line("hint", "the bytes read as an unencrypted entry: written without encryption")
 	}
-	return nil, integrityErrorf("%s", authFailedMsg)
+	return integrityErrorf("%s", authFailedMsg)
 }
 
-// decryptWith rebuilds the AAD for one guess of the writer's settings and
-// tries the keyring.
-func decryptWith(ctx context.Context, m *encryption.Manager, stored []byte, tenant, fullKey string, compressed bool) ([]byte, int, error) {
-	aad, err := protocol.AppendAAD(nil, tenant, fullKey, protocol.FormatMsgpack, compressed)
+// otherCompressionOpens reports whether a client with the same keyring,
+// tenant and prefix but the other compressed flag in its AAD (the ByteStorage
+// envelope on, or plain msgpack) authenticates stored: the client's own open
+// on a second, Redis-less client.
+func otherCompressionOpens(ctx context.Context, g *globalFlags, getenv func(string) string, key string, stored []byte) bool {
+	alt := *g
+	alt.redisURL, alt.interop, alt.noCompression = "", false, g.compressed()
+	c, err := openOffline(&alt, getenv)
 	if err != nil {
-		return nil, 0, usageErrorf("cannot build the AAD: %v", err)
+		return false
 	}
-	return m.DecryptIndex(ctx, nil, stored, aad)
+	defer c.Close()
+	op, _ := c.Raw().Open(ctx, key, stored)
+	clear(op.Container)
+	clear(op.Payload)
+	return op.KeyIndex >= 0
+}
+
+// openRefused is the outcome of an open that err ended at a step the report
+// does not describe (the MaxValueBytes bound): an integrity error, as get's
+// verdict on the entry, unless the open never judged the entry (the tool's
+// deadline or interrupt), which keeps its own exit code.
+func openRefused(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, cachekit.ErrClosed) {
+		return err
+	}
+	return integrityErrorf("entry does not open: %v", err)
 }
 
 // pyBool spells a flag the way the AAD does.
@@ -198,16 +231,18 @@ func printNonce(r report, stored []byte, status string) {
 	r.line("nonce", "instance id %016x, counter %d (%s)", id, ctr, status)
 }
 
-// inspectEnvelope reports the ByteStorage envelope and returns its opened
-// payload.
-func inspectEnvelope(r report, body []byte) ([]byte, error) {
+// inspectEnvelope describes the ByteStorage envelope body and reports the
+// client's verdict on it: opened says the client's open got the payload out
+// of it, openErr is that open's error. It returns an integrity error when
+// the envelope did not open.
+func inspectEnvelope(r report, body []byte, opened bool, openErr error) error {
 	env, err := protocol.ParseEnvelope(body)
 	if err != nil {
 		r.line("envelope", "invalid")
 		if protocol.CheckMsgpack(body, protocol.DefaultDecodeLimits) == nil {
 			r.line("hint", "the bytes are plain msgpack: written with compression off? (try --no-compression)")
 		}
-		return nil, integrityErrorf("not a valid ByteStorage envelope: %v", err)
+		return integrityErrorf("not a valid ByteStorage envelope: %v", err)
 	}
 	encoding := "bin"
 	if env.LegacyArray {
@@ -220,15 +255,15 @@ func inspectEnvelope(r report, body []byte) ([]byte, error) {
 	}
 	r.line("compressed", "%d bytes", len(env.Compressed))
 	r.line("original", "%d bytes (ratio %s)", env.OriginalSize, ratio)
-	out, err := protocol.OpenEnvelope(nil, body)
 	switch {
-	case errors.Is(err, protocol.ErrChecksum):
+	case opened:
+	case errors.Is(openErr, protocol.ErrChecksum):
 		r.line("checksum", "MISMATCH (stored xxHash3-64 %s)", hex.EncodeToString(env.Checksum[:]))
-		return nil, integrityErrorf("envelope checksum mismatch: the entry is corrupted or tampered")
-	case err != nil:
+		return integrityErrorf("envelope checksum mismatch: the entry is corrupted or tampered")
+	default:
 		r.line("checksum", "not verified")
-		return nil, integrityErrorf("envelope does not open: %v", err)
+		return integrityErrorf("envelope does not open: %v", openErr)
 	}
 	r.line("checksum", "ok (xxHash3-64 %s)", hex.EncodeToString(env.Checksum[:]))
-	return out, nil
+	return nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -32,16 +34,25 @@ func envelopeSeeds(tb testing.TB) [][]byte {
 	return seeds
 }
 
-// FuzzInspectEnvelope feeds hostile bytes to inspect's envelope report. It
-// must never panic, and may only open what protocol.OpenEnvelope opens, to
-// the same bytes; a refusal is an integrity error.
+// FuzzInspectEnvelope feeds hostile bytes, as a stored plaintext entry, to
+// the client's open (Raw.Open) and inspect's envelope report of it. It must
+// never panic, and may only open what protocol.OpenEnvelope opens, to the
+// same bytes; a refusal is an integrity error.
 func FuzzInspectEnvelope(f *testing.F) {
 	for _, s := range envelopeSeeds(f) {
 		f.Add(s)
 	}
+	// Compression on, no encryption, no Redis: Raw.Open opens the envelope.
+	c, err := cachekit.New(cachekit.Options{L1MaxBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = c.Close() })
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var out bytes.Buffer
-		got, err := inspectEnvelope(report{&out}, b)
+		op, oerr := c.Raw().Open(context.Background(), "k", b)
+		got := op.Payload
+		err := inspectEnvelope(report{&out}, b, got != nil, oerr)
 		want, werr := protocol.OpenEnvelope(nil, b)
 		switch {
 		case err == nil && (werr != nil || !bytes.Equal(got, want)):
