@@ -59,9 +59,7 @@ func TestTouchShortensL1(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.SetWithTTL(bg, "k", "v", time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	mustSetTTL(t, c, "k", "v", time.Hour)
 	c.DeleteLocal("k")
 	h := redistest.NewHold("getrange", "k")
 	rdb.AddHook(h)

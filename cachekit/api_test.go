@@ -141,9 +141,7 @@ func TestSetIfPresentDropsStaleL1(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
-	if err := c.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "v")
 	if err := rdb.Del(bg, "k").Err(); err != nil {
 		t.Fatal(err)
 	}

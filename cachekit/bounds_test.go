@@ -95,9 +95,7 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 	opts.L1MaxBytes = 0
 	opts.DisableCompression = true
 	c := newClient(t, opts)
-	if err := c.Set(bg, "warm", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "warm", "v")
 	srv.Pause()
 	defer srv.Resume()
 	v := make([]byte, 8<<20) // 500 ms of allowance: more than the socket buffers take
@@ -179,9 +177,7 @@ func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 			}
 			c := newClient(t, opts)
 			for i := range 8 { // a pooled connection to every node
-				if err := c.Set(bg, "warm"+strconv.Itoa(i), "v"); err != nil {
-					t.Fatal(err)
-				}
+				mustSet(t, c, "warm"+strconv.Itoa(i), "v")
 			}
 			tg.pause()
 			defer tg.cont()

@@ -78,9 +78,7 @@ func TestCoherenceSetSet(t *testing.T) {
 	c, h, raw := heldClient(t, "set", "k", Options{})
 	a := async(func() error { return c.Set(bg, "k", "a") })
 	<-h.Held() // Redis holds "a"; the Set has not written L1 yet
-	if err := c.Set(bg, "k", "b"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "b")
 	h.Release()
 	if err := <-a; err != nil {
 		t.Fatal(err)
@@ -96,9 +94,7 @@ func TestCoherenceSetSetLaterInRedis(t *testing.T) {
 	c, h, raw := heldClientWith(t, redistest.NewHoldBefore("set", "k"), Options{})
 	b := async(func() error { return c.Set(bg, "k", "b") })
 	<-h.Held()
-	if err := c.Set(bg, "k", "a"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "a")
 	h.Release()
 	if err := <-b; err != nil {
 		t.Fatal(err)
@@ -126,9 +122,7 @@ func TestCoherenceMSetSet(t *testing.T) {
 	c, h, raw := heldClient(t, "set", "m1", Options{})
 	a := async(func() error { return c.MSet(bg, map[string]any{"m1": "old"}, time.Minute) })
 	<-h.Held()
-	if err := c.Set(bg, "m1", "new"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "m1", "new")
 	h.Release()
 	if err := <-a; err != nil {
 		t.Fatal(err)
@@ -144,16 +138,12 @@ func TestCoherenceBackfillSet(t *testing.T) {
 		t.Run(op, func(t *testing.T) {
 			c, h, raw := heldClient(t, "getrange", "k", Options{})
 			writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")}) // no L1
-			if err := writer.Set(bg, "k", "old"); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, writer, "k", "old")
 			r := async(func() error { _, err := Get[string](bg, c, "k"); return err })
 			<-h.Held() // the Get has read "old" from Redis
 			want := "new"
 			if op == "set" {
-				if err := c.Set(bg, "k", "new"); err != nil {
-					t.Fatal(err)
-				}
+				mustSet(t, c, "k", "new")
 			} else {
 				want = ""
 				if err := c.Delete(bg, "k"); err != nil {
@@ -173,14 +163,10 @@ func TestCoherenceMGetSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "mget", "k", Options{})
 	writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")})
-	if err := writer.Set(bg, "k", "old"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, writer, "k", "old")
 	r := async(func() error { _, err := MGet[string](bg, c, []string{"k"}); return err })
 	<-h.Held()
-	if err := c.Set(bg, "k", "new"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "new")
 	h.Release()
 	if err := <-r; err != nil {
 		t.Fatal(err)
@@ -197,9 +183,7 @@ func TestCoherenceLoaderStoreSet(t *testing.T) {
 		return err
 	})
 	<-h.Held() // the loader's value is in Redis, not yet in L1
-	if err := c.Set(bg, "k", "set"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "set")
 	h.Release()
 	if err := <-r; err != nil {
 		t.Fatal(err)
@@ -217,9 +201,7 @@ func TestCoherenceInvalidationSet(t *testing.T) {
 	a := async(func() error { return c.Set(bg, "k", "from-a") })
 	<-h.Held()
 	before := c.InvalidationStats().Applied
-	if err := b.Set(bg, "k", "from-b"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, b, "k", "from-b")
 	waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied >= before+1 })
 	h.Release()
 	if err := <-a; err != nil {

@@ -86,9 +86,7 @@ func TestConcurrentBackfillAndSet(t *testing.T) {
 		}()
 	}
 	for i := range rounds {
-		if err := c.Set(bg, "hot", i); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, "hot", i)
 		if v, err := Get[int](bg, c, "hot"); err != nil || v < i {
 			close(stop)
 			wg.Wait()

@@ -58,9 +58,7 @@ func TestErrorClasses(t *testing.T) {
 	}
 	// MGet reports the list key as Get does, per key, and still returns
 	// the other values.
-	if err := c.Set(bg, "ok", "fine"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "ok", "fine")
 	for _, l1 := range []bool{true, false} {
 		mc := c // no L1: MGet reads with MGET
 		if l1 {

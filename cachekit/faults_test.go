@@ -160,9 +160,7 @@ func TestCallerDeadlineBoundsHungRedis(t *testing.T) {
 			srv := redistest.Start(t)
 			opts.RedisURL = srv.URL()
 			c := newClient(t, opts)
-			if err := c.Set(bg, "k", "v"); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, c, "k", "v")
 			srv.Pause()
 			defer srv.Resume()
 			var worst time.Duration
@@ -209,9 +207,7 @@ func TestRedisDownAtStart(t *testing.T) {
 		srv.Restart()
 		waitWithin(t, 3*time.Second, func() bool { return c.Ping(bg) == nil })
 		waitWithin(t, 3*time.Second, func() bool { return c.InvalidationStats().Tracking })
-		if err := c.Set(bg, "k", "v"); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, "k", "v")
 	})
 	t.Run("hung", func(t *testing.T) {
 		srv := redistest.Start(t)

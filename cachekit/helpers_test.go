@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,3 +52,19 @@ func modes() map[string]Options {
 }
 
 var bg = context.Background()
+
+// mustSet writes key=v through c and stops the test if the write fails.
+func mustSet(t testing.TB, c *Client, key string, v any) {
+	t.Helper()
+	if err := c.Set(bg, key, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustSetTTL is mustSet with an explicit TTL.
+func mustSetTTL(t testing.TB, c *Client, key string, v any, ttl time.Duration) {
+	t.Helper()
+	if err := c.SetWithTTL(bg, key, v, ttl); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -379,9 +379,7 @@ func TestLeaseOnCluster(t *testing.T) {
 		return err
 	})
 	<-started
-	if err := b.Set(bg, "user:{42}", "new"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, b, "user:{42}", "new")
 	close(release)
 	if err := <-r; err != nil {
 		t.Fatal(err)
@@ -499,9 +497,7 @@ func TestLeaseReplacesUndecodableEntry(t *testing.T) {
 	t.Parallel()
 	_, raw := withRedis(t)
 	c := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "k", "not a number"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "not a number")
 	c.FlushLocal()
 	if v, err := GetOrLoad(bg, c, "k", func(context.Context) (int, error) { return 5, nil }); err != nil || v != 5 {
 		t.Fatalf("GetOrLoad: %d, %v", v, err)

@@ -62,9 +62,7 @@ func TestMaxValueBytes(t *testing.T) {
 	namesLimit(t, "an encrypted entry over the limit", err)
 	// Uncompressed: the msgpack value itself is over the limit.
 	plainBig := newClient(t, Options{Redis: rdb, DisableCompression: true})
-	if err := plainBig.Set(bg, "plain", make([]byte, 1<<20+1000)); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, plainBig, "plain", make([]byte, 1<<20+1000))
 	plainSmall := newClient(t, Options{Redis: rdb, DisableCompression: true, MaxValueBytes: 1 << 20})
 	_, err = plainSmall.GetBytes(bg, "plain")
 	if !errors.Is(err, protocol.ErrTooLarge) {

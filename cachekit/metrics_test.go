@@ -65,9 +65,7 @@ func TestMetricsRecorded(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp, Reliability: &Reliability{}})
-	if err := c.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "v")
 	for range 3 {
 		if _, err := Get[string](bg, c, "k"); err != nil { // L1 hits
 			t.Fatal(err)
@@ -81,9 +79,7 @@ func TestMetricsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = Get[string](bg, c, "bad")
-	if err := c.SetWithTTL(bg, "n", 5, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustSetTTL(t, c, "n", 5, time.Minute)
 	if _, err := c.GetBytes(bg, "n"); !errors.Is(err, ErrNotBytes) {
 		t.Fatalf("GetBytes of an int = %v, want ErrNotBytes", err)
 	}

@@ -19,9 +19,7 @@ func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := w.Set(bg, "k", "valid"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "valid")
 	var vaultDown atomic.Bool
 	vaultDown.Store(true)
 	provider := func(context.Context) (encryption.Keys, error) {
@@ -59,9 +57,7 @@ func TestProviderBadKeysAreNotACorruptEntry(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := w.Set(bg, "k", "valid"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "valid")
 	provider := func(context.Context) (encryption.Keys, error) {
 		return encryption.Keys{Current: make([]byte, 16)}, nil
 	}

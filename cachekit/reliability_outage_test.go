@@ -34,9 +34,7 @@ func TestOutageUnderLoad(t *testing.T) {
 			})
 			const n = 20
 			for i := range n {
-				if err := c.Set(bg, fmt.Sprint("pre:", i), fmt.Sprint("value-", i)); err != nil {
-					t.Fatal(err)
-				}
+				mustSet(t, c, fmt.Sprint("pre:", i), fmt.Sprint("value-", i))
 			}
 			var stop atomic.Bool
 			var hits, misses, backendErrs atomic.Int64

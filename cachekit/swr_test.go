@@ -99,9 +99,7 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 		t.Fatalf("stale read: %q", v)
 	}
 	waitWithin(t, 5*time.Second, func() bool { return calls.Load() == 2 })
-	if err := c.Set(bg, "k", "user"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "user")
 	close(release)
 	waitWithin(t, 5*time.Second, func() bool { return c.swr.Refreshing() == 0 })
 	c.swr.Wait()

@@ -12,9 +12,7 @@ func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := c.SetWithTTL(bg, "victim", sampleProfile(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustSetTTL(t, c, "victim", sampleProfile(), time.Minute)
 	orig, err := rdb.Get(bg, "victim").Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -59,12 +57,8 @@ func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "user:1", "alice-secret"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Set(bg, "user:2", "bob-secret"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "user:1", "alice-secret")
+	mustSet(t, c, "user:2", "bob-secret")
 	a, _ := rdb.Get(bg, "user:1").Bytes()
 	if err := rdb.Set(bg, "user:2", a, time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -87,9 +81,7 @@ func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-a")})
-	if err := w.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "v")
 	other := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-b")})
 	if _, err := Get[string](bg, other, "k"); !errors.Is(err, ErrAuthFailed) {
 		t.Fatalf("wrong tenant: %v", err)
@@ -115,9 +107,7 @@ func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "k", "good"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "good")
 	c.l1.Set("k", []byte("garbage that is not a sealed entry"), time.Minute)
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "good" {
 		t.Fatalf("got %q %v, want the L2 value", v, err)
