@@ -131,8 +131,7 @@ func TestInvalidTTLRejectedBeforeIO(t *testing.T) {
 
 func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20})
 	mustSetTTL(t, c, "short", "v", 10*time.Millisecond)
 	d, err := c.TTL(bg, "short")
 	if err != nil || d <= 500*time.Millisecond || d > time.Second {
@@ -149,8 +148,7 @@ func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
 
 func TestBackfillBoundedByRemainingTTL(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	writer := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	writer, rdb := redisClient(t, Options{Encryption: encConfig("")})
 	mustSetTTL(t, writer, "bf", "v", 2*time.Second)
 	// Shorten the Redis TTL behind the client's back: the reader must not
 	// keep the entry in L1 longer than Redis does.

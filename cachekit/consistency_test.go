@@ -65,8 +65,7 @@ func TestReadYourWrite(t *testing.T) {
 // moves the value forward; after the writer's last Set, every Get sees it.
 func TestConcurrentBackfillAndSet(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	const rounds = 300
 	var wg sync.WaitGroup
 	stop := make(chan struct{})

@@ -45,8 +45,7 @@ func TestErrorClasses(t *testing.T) {
 
 	// An encrypted entry too short to hold a nonce and a tag does not
 	// authenticate, like any other damaged entry.
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{Encryption: encConfig("")})
 	if err := rdb.Set(bg, "short", "abcde", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -68,3 +68,13 @@ func mustSetTTL(t testing.TB, c *Client, key string, v any, ttl time.Duration) {
 		t.Fatal(err)
 	}
 }
+
+// redisClient starts a private redis-server (withRedis) and returns a Client
+// built from opts with opts.Redis set to it, and the test's own client of
+// that server.
+func redisClient(t *testing.T, opts Options) (*Client, *redis.Client) {
+	t.Helper()
+	_, rdb := withRedis(t)
+	opts.Redis = rdb
+	return newClient(t, opts), rdb
+}

@@ -11,8 +11,7 @@ import (
 
 func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	var calls atomic.Int32
 	release := make(chan struct{})
 	loader := func(ctx context.Context) (profile, error) {
@@ -113,8 +112,7 @@ func TestGetOrLoadErrorsAreNotCached(t *testing.T) {
 
 func TestGetOrLoadReplacesTamperedEntry(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{Encryption: encConfig("")})
 	if err := rdb.Set(bg, "k", []byte("not a sealed entry at all, just junk"), time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,7 @@ import (
 // meets) is refused before the reader allocates for it.
 func TestMaxValueBytes(t *testing.T) {
 	// Not parallel: reads the process's allocation counter.
-	_, rdb := withRedis(t)
-	small := newClient(t, Options{Redis: rdb, MaxValueBytes: 1 << 20})
+	small, rdb := redisClient(t, Options{MaxValueBytes: 1 << 20})
 	big := make([]byte, 2<<20)
 	if err := small.Set(bg, "k", big); !errors.Is(err, ErrValueTooLarge) {
 		t.Fatalf("Set of 2 MiB with MaxValueBytes 1 MiB = %v, want ErrValueTooLarge", err)

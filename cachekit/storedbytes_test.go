@@ -137,8 +137,7 @@ func TestInteropVectorsReadThroughClient(t *testing.T) {
 
 func TestInteropModeKeysAndHelpers(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Interop: true, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Interop: true, Encryption: encConfig("")})
 	if err := c.Set(bg, "not an interop key", 1); err == nil {
 		t.Fatal("interop client accepted a free-form key")
 	}

@@ -22,8 +22,7 @@ type jsonTagged struct {
 // the default keeps Go names.
 func TestStructTagJSON(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, StructTag: "json"})
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, StructTag: "json"})
 	v := jsonTagged{ID: 42, Name: "Ada", Both: "b", Skipped: "x", Plain: "p", Tags: []string{"t"}}
 	mustSet(t, c, "k", v)
 	got, err := Get[jsonTagged](bg, c, "k")

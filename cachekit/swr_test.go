@@ -185,8 +185,7 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 
 func TestSWROffWithoutOption(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20})
 	if c.swr != nil || c.inv != nil || c.rel != nil || c.obs != nil {
 		t.Fatal("SWR, invalidation, reliability or metrics on without their option")
 	}

@@ -10,8 +10,7 @@ import (
 
 func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{Encryption: encConfig("")})
 	mustSetTTL(t, c, "victim", sampleProfile(), time.Minute)
 	orig, err := rdb.Get(bg, "victim").Bytes()
 	if err != nil {
@@ -55,8 +54,7 @@ func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 
 func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	mustSet(t, c, "user:1", "alice-secret")
 	mustSet(t, c, "user:2", "bob-secret")
 	a, _ := rdb.Get(bg, "user:1").Bytes()
@@ -79,8 +77,7 @@ func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 
 func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-a")})
+	w, rdb := redisClient(t, Options{Encryption: encConfig("tenant-a")})
 	mustSet(t, w, "k", "v")
 	other := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-b")})
 	if _, err := Get[string](bg, other, "k"); !errors.Is(err, ErrAuthFailed) {
@@ -105,8 +102,7 @@ func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 
 func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	mustSet(t, c, "k", "good")
 	c.l1.Set("k", []byte("garbage that is not a sealed entry"), time.Minute)
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "good" {
@@ -119,8 +115,7 @@ func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
 
 func TestMalformedPlainEntries(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb})
+	c, rdb := redisClient(t, Options{})
 	bad := map[string][]byte{
 		"empty":        {},
 		"not envelope": []byte("hello"),
