@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
@@ -164,9 +162,7 @@ func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := tc.start(t)
-			reader := sdkmetric.NewManualReader()
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			mp, reader := meterProvider(t)
 			opts := tc.opts
 			opts.RedisURL = tg.url
 			opts.MeterProvider = mp
