@@ -184,6 +184,17 @@ func TestCallerDeadlineBoundsHungRedis(t *testing.T) {
 	}
 }
 
+// newProductionTimed builds a Production Client on srv and returns it with
+// how long New took.
+func newProductionTimed(t *testing.T, srv *redistest.Server) (*Client, time.Duration) {
+	t.Helper()
+	opts := Production()
+	opts.RedisURL = srv.URL()
+	start := time.Now()
+	c := newClient(t, opts)
+	return c, time.Since(start)
+}
+
 // TestRedisDownAtStart: New neither fails nor blocks past its documented
 // bound when Redis is down (refused: at once; hung: about a second), Ping
 // reports the outage with a *BackendError, and the Client works once Redis
@@ -193,11 +204,8 @@ func TestRedisDownAtStart(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		srv := redistest.Start(t)
 		srv.Stop()
-		opts := Production()
-		opts.RedisURL = srv.URL()
-		start := time.Now()
-		c := newClient(t, opts)
-		if d := time.Since(start); d > 300*time.Millisecond {
+		c, d := newProductionTimed(t, srv)
+		if d > 300*time.Millisecond {
 			t.Fatalf("New took %v with Redis refusing connections", d)
 		}
 		var be *BackendError
@@ -213,14 +221,11 @@ func TestRedisDownAtStart(t *testing.T) {
 		srv := redistest.Start(t)
 		srv.Pause()
 		defer srv.Resume()
-		opts := Production()
-		opts.RedisURL = srv.URL()
-		start := time.Now()
-		c := newClient(t, opts)
-		if d := time.Since(start); d > 1200*time.Millisecond {
+		c, d := newProductionTimed(t, srv)
+		if d > 1200*time.Millisecond {
 			t.Fatalf("New took %v with Redis hung, want about a second at most", d)
 		}
-		start = time.Now()
+		start := time.Now()
 		if err := c.Ping(bg); err == nil {
 			t.Fatal("Ping of a hung Redis succeeded")
 		}
