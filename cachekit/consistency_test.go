@@ -27,9 +27,7 @@ func TestReadYourWrite(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make(chan error, 2)
 			for g := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for i := range n {
 						key := fmt.Sprintf("%s:g%d:k%d", name, g, i%97) // new and existing keys
 						if err := c.SetWithTTL(bg, key, i, time.Minute); err != nil {
@@ -42,7 +40,7 @@ func TestReadYourWrite(t *testing.T) {
 							return
 						}
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			close(errs)
@@ -70,9 +68,7 @@ func TestConcurrentBackfillAndSet(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -82,7 +78,7 @@ func TestConcurrentBackfillAndSet(t *testing.T) {
 				c.l1.Delete("hot") // keep readers on the backfill path
 				_, _ = Get[int](bg, c, "hot")
 			}
-		}()
+		})
 	}
 	for i := range rounds {
 		mustSet(t, c, "hot", i)

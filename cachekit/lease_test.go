@@ -267,16 +267,14 @@ func TestFleetSingleFlight(t *testing.T) {
 			took := make([]time.Duration, len(clients))
 			ended := make([]int64, len(clients))
 			for i, c := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					start := time.Now()
 					v, err := GetOrLoad(bg, c, "cold", loader)
 					took[i], ended[i] = time.Since(start), time.Now().UnixNano()
 					if err != nil || v != "v" {
 						t.Errorf("client %d: %q, %v", i, v, err)
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			if n := calls.Load(); n != 1 {
@@ -311,13 +309,11 @@ func TestFleetLongLoadRunsOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		c := newClient(t, o)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if v, err := GetOrLoad(bg, c, "slow", loader); err != nil || v != "v" {
 				t.Errorf("%q, %v", v, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := calls.Load(); n != 1 {
@@ -433,13 +429,11 @@ func TestInteropFleetUsesSideLock(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, c := range []*Client{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if v, err := GetOrLoadTTL(bg, c, key, time.Minute, loader); err != nil || v != "v" {
 				t.Errorf("%q, %v", v, err)
 			}
-		}()
+		})
 	}
 	waitWithin(t, 5*time.Second, func() bool { n, _ := raw.Exists(bg, key+":lock").Result(); return n == 1 && calls.Load() == 1 })
 	close(release)

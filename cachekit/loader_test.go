@@ -22,15 +22,13 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make(chan error, 100)
 	for range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p, err := GetOrLoadTTL(bg, c, "user:42", time.Minute, loader)
 			if err == nil && p.Name != sampleProfile().Name {
 				err = errors.New("wrong value")
 			}
 			results <- err
-		}()
+		})
 	}
 	// Let the load end once every caller has joined its flight.
 	waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("user:42") == 100 })

@@ -41,9 +41,7 @@ func TestOutageUnderLoad(t *testing.T) {
 			var wg sync.WaitGroup
 			errc := make(chan error, 2)
 			for g := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					// Pace the load (about a thousand calls a second per
 					// goroutine against a real server), as a service would
 					// call, not a spin loop.
@@ -79,7 +77,7 @@ func TestOutageUnderLoad(t *testing.T) {
 						}
 						cancel()
 					}
-				}()
+				})
 			}
 			// A load goroutine that failed has stopped: its error is
 			// reported below, so waits for reads end on it too.
