@@ -57,11 +57,8 @@ func TestSetIfAbsentLostReply(t *testing.T) {
 // does not leave an L1 copy that outlives the Redis entry.
 func TestTouchShortensL1(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.SetWithTTL(bg, "k", "v", time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	mustSetTTL(t, c, "k", "v", time.Hour)
 	c.DeleteLocal("k")
 	h := redistest.NewHold("getrange", "k")
 	rdb.AddHook(h)
@@ -120,8 +117,7 @@ func TestLargeSlotNotHeldForKeyDerivation(t *testing.T) {
 // OverrideTTL is refreshed once it is due, not on every read.
 func TestSWRKeepsTheLoadersTTL(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig(""), SWR: &SWR{}})
+	c, _ := redisClient(t, Options{Encryption: encConfig(""), SWR: &SWR{}})
 	var calls atomic.Int32
 	load := func(ctx context.Context) (string, error) {
 		calls.Add(1)

@@ -139,11 +139,8 @@ func TestSetIfAbsentAndIfPresent(t *testing.T) {
 // SetIfPresent drops the L1 copy.
 func TestSetIfPresentDropsStaleL1(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
-	if err := c.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20})
+	mustSet(t, c, "k", "v")
 	if err := rdb.Del(bg, "k").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +209,7 @@ func TestDeleteManyTouchAndLocal(t *testing.T) {
 // process's L1: the next read is a Redis hit.
 func TestDeleteLocalLeavesRedis(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20})
 	if err := MSetWithTTL(bg, c, map[string]string{"x": "1", "y": "2"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -109,9 +109,7 @@ func assertL1HitAllocatesNothing(t *testing.T, opts Options) *Client {
 	}
 	c := newClient(t, opts)
 	val := fixture.NewBytes(100)
-	if err := c.SetWithTTL(bg, "k", val, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	mustSetTTL(t, c, "k", val, time.Hour)
 	dst := make([]byte, 0, 128)
 	out, err := c.AppendValue(bg, dst[:0], "k") // a first read creates metric series
 	if err != nil || !bytes.Equal(out, val) {

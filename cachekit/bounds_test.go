@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
@@ -95,9 +93,7 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 	opts.L1MaxBytes = 0
 	opts.DisableCompression = true
 	c := newClient(t, opts)
-	if err := c.Set(bg, "warm", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "warm", "v")
 	srv.Pause()
 	defer srv.Resume()
 	v := make([]byte, 8<<20) // 500 ms of allowance: more than the socket buffers take
@@ -166,9 +162,7 @@ func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := tc.start(t)
-			reader := sdkmetric.NewManualReader()
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			mp, reader := meterProvider(t)
 			opts := tc.opts
 			opts.RedisURL = tg.url
 			opts.MeterProvider = mp
@@ -179,9 +173,7 @@ func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 			}
 			c := newClient(t, opts)
 			for i := range 8 { // a pooled connection to every node
-				if err := c.Set(bg, "warm"+strconv.Itoa(i), "v"); err != nil {
-					t.Fatal(err)
-				}
+				mustSet(t, c, "warm"+strconv.Itoa(i), "v")
 			}
 			tg.pause()
 			defer tg.cont()

@@ -105,9 +105,7 @@ func toInt(v any) int64 {
 func TestL1OnlyMode(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "v")
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "v" {
 		t.Fatalf("got %q %v", v, err)
 	}
@@ -133,11 +131,8 @@ func TestInvalidTTLRejectedBeforeIO(t *testing.T) {
 
 func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
-	if err := c.SetWithTTL(bg, "short", "v", 10*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20})
+	mustSetTTL(t, c, "short", "v", 10*time.Millisecond)
 	d, err := c.TTL(bg, "short")
 	if err != nil || d <= 500*time.Millisecond || d > time.Second {
 		t.Fatalf("TTL after sub-second set = %v, %v; want ceiled to 1s", d, err)
@@ -153,11 +148,8 @@ func TestSubSecondTTLCeiledAndExpiry(t *testing.T) {
 
 func TestBackfillBoundedByRemainingTTL(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	writer := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := writer.SetWithTTL(bg, "bf", "v", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	writer, rdb := redisClient(t, Options{Encryption: encConfig("")})
+	mustSetTTL(t, writer, "bf", "v", 2*time.Second)
 	// Shorten the Redis TTL behind the client's back: the reader must not
 	// keep the entry in L1 longer than Redis does.
 	if err := rdb.PExpire(bg, "bf", 1200*time.Millisecond).Err(); err != nil {
@@ -191,9 +183,7 @@ func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set(bg, "k", 1); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", 1)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -276,9 +266,7 @@ func TestSecureFromEnvironment(t *testing.T) {
 	before.SWR, before.Invalidation, before.L1MaxBytes = nil, nil, 0
 	before.RedisURL = redistest.Start(t).URL()
 	w := newClient(t, before)
-	if err := w.Set(bg, "k", "sealed under the old key"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "sealed under the old key")
 	t.Setenv(MasterKeyEnv, newHex)
 	t.Setenv(PreviousMasterKeysEnv, " "+oldHex+" ")
 	after, err := Secure("")

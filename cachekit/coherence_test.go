@@ -52,6 +52,19 @@ func async(f func() error) <-chan error {
 	return ch
 }
 
+// whileHeld starts op, waits until h holds its reply (Redis has applied
+// it), runs meanwhile to completion, then releases op; op must succeed.
+func whileHeld(t *testing.T, h *redistest.Hold, op func() error, meanwhile func()) {
+	t.Helper()
+	done := async(op)
+	<-h.Held()
+	meanwhile()
+	h.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // mustAgree fails unless c reads key as Redis holds it (want "" = absent).
 func mustAgree(t *testing.T, c *Client, raw *redis.Client, key, want string) {
 	t.Helper()
@@ -76,15 +89,10 @@ func mustAgree(t *testing.T, c *Client, raw *redis.Client, key, want string) {
 func TestCoherenceSetSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "set", "k", Options{})
-	a := async(func() error { return c.Set(bg, "k", "a") })
-	<-h.Held() // Redis holds "a"; the Set has not written L1 yet
-	if err := c.Set(bg, "k", "b"); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	if err := <-a; err != nil {
-		t.Fatal(err)
-	}
+	whileHeld(t, h, func() error { return c.Set(bg, "k", "a") }, func() {
+		// Redis holds "a"; the Set has not written L1 yet.
+		mustSet(t, c, "k", "b")
+	})
 	mustAgree(t, c, raw, "k", "b")
 }
 
@@ -94,45 +102,29 @@ func TestCoherenceSetSet(t *testing.T) {
 func TestCoherenceSetSetLaterInRedis(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClientWith(t, redistest.NewHoldBefore("set", "k"), Options{})
-	b := async(func() error { return c.Set(bg, "k", "b") })
-	<-h.Held()
-	if err := c.Set(bg, "k", "a"); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	if err := <-b; err != nil {
-		t.Fatal(err)
-	}
+	whileHeld(t, h, func() error { return c.Set(bg, "k", "b") }, func() {
+		mustSet(t, c, "k", "a")
+	})
 	mustAgree(t, c, raw, "k", "b")
 }
 
 func TestCoherenceSetDelete(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "set", "token", Options{})
-	a := async(func() error { return c.Set(bg, "token", "revoked-session") })
-	<-h.Held()
-	if err := c.Delete(bg, "token"); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	if err := <-a; err != nil {
-		t.Fatal(err)
-	}
+	whileHeld(t, h, func() error { return c.Set(bg, "token", "revoked-session") }, func() {
+		if err := c.Delete(bg, "token"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	mustAgree(t, c, raw, "token", "")
 }
 
 func TestCoherenceMSetSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "set", "m1", Options{})
-	a := async(func() error { return c.MSetWithTTL(bg, map[string]any{"m1": "old"}, time.Minute) })
-	<-h.Held()
-	if err := c.Set(bg, "m1", "new"); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	if err := <-a; err != nil {
-		t.Fatal(err)
-	}
+	whileHeld(t, h, func() error { return c.MSetWithTTL(bg, map[string]any{"m1": "old"}, time.Minute) }, func() {
+		mustSet(t, c, "m1", "new")
+	})
 	mustAgree(t, c, raw, "m1", "new")
 }
 
@@ -144,26 +136,19 @@ func TestCoherenceBackfillSet(t *testing.T) {
 		t.Run(op, func(t *testing.T) {
 			c, h, raw := heldClient(t, "getrange", "k", Options{})
 			writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")}) // no L1
-			if err := writer.Set(bg, "k", "old"); err != nil {
-				t.Fatal(err)
-			}
-			r := async(func() error { _, err := Get[string](bg, c, "k"); return err })
-			<-h.Held() // the Get has read "old" from Redis
+			mustSet(t, writer, "k", "old")
 			want := "new"
-			if op == "set" {
-				if err := c.Set(bg, "k", "new"); err != nil {
-					t.Fatal(err)
+			whileHeld(t, h, func() error { _, err := Get[string](bg, c, "k"); return err }, func() {
+				// The Get has read "old" from Redis.
+				if op == "set" {
+					mustSet(t, c, "k", "new")
+				} else {
+					want = ""
+					if err := c.Delete(bg, "k"); err != nil {
+						t.Fatal(err)
+					}
 				}
-			} else {
-				want = ""
-				if err := c.Delete(bg, "k"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			h.Release()
-			if err := <-r; err != nil {
-				t.Fatal(err)
-			}
+			})
 			mustAgree(t, c, raw, "k", want)
 		})
 	}
@@ -173,18 +158,10 @@ func TestCoherenceMGetSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "mget", "k", Options{})
 	writer := newClient(t, Options{Redis: raw, Encryption: encConfig("")})
-	if err := writer.Set(bg, "k", "old"); err != nil {
-		t.Fatal(err)
-	}
-	r := async(func() error { _, err := MGet[string](bg, c, []string{"k"}); return err })
-	<-h.Held()
-	if err := c.Set(bg, "k", "new"); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	if err := <-r; err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, writer, "k", "old")
+	whileHeld(t, h, func() error { _, err := MGet[string](bg, c, []string{"k"}); return err }, func() {
+		mustSet(t, c, "k", "new")
+	})
 	mustAgree(t, c, raw, "k", "new")
 }
 
@@ -192,18 +169,14 @@ func TestCoherenceMGetSet(t *testing.T) {
 func TestCoherenceLoaderStoreSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "lease.fill", "k", Options{})
-	r := async(func() error {
+	load := func() error {
 		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
 		return err
+	}
+	whileHeld(t, h, load, func() {
+		// The loader's value is in Redis, not yet in L1.
+		mustSet(t, c, "k", "set")
 	})
-	<-h.Held() // the loader's value is in Redis, not yet in L1
-	if err := c.Set(bg, "k", "set"); err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	if err := <-r; err != nil {
-		t.Fatal(err)
-	}
 	mustAgree(t, c, raw, "k", "set")
 }
 
@@ -214,17 +187,11 @@ func TestCoherenceInvalidationSet(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "set", "k", Options{Invalidation: &Invalidation{}})
 	b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
-	a := async(func() error { return c.Set(bg, "k", "from-a") })
-	<-h.Held()
-	before := c.InvalidationStats().Applied
-	if err := b.Set(bg, "k", "from-b"); err != nil {
-		t.Fatal(err)
-	}
-	waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied >= before+1 })
-	h.Release()
-	if err := <-a; err != nil {
-		t.Fatal(err)
-	}
+	whileHeld(t, h, func() error { return c.Set(bg, "k", "from-a") }, func() {
+		before := c.InvalidationStats().Applied
+		mustSet(t, b, "k", "from-b")
+		waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied >= before+1 })
+	})
 	mustAgree(t, c, raw, "k", "from-b")
 	mustAgree(t, b, raw, "k", "from-b")
 }

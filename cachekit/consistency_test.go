@@ -27,9 +27,7 @@ func TestReadYourWrite(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make(chan error, 2)
 			for g := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for i := range n {
 						key := fmt.Sprintf("%s:g%d:k%d", name, g, i%97) // new and existing keys
 						if err := c.SetWithTTL(bg, key, i, time.Minute); err != nil {
@@ -42,7 +40,7 @@ func TestReadYourWrite(t *testing.T) {
 							return
 						}
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			close(errs)
@@ -65,15 +63,12 @@ func TestReadYourWrite(t *testing.T) {
 // moves the value forward; after the writer's last Set, every Get sees it.
 func TestConcurrentBackfillAndSet(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	const rounds = 300
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -83,12 +78,10 @@ func TestConcurrentBackfillAndSet(t *testing.T) {
 				c.l1.Delete("hot") // keep readers on the backfill path
 				_, _ = Get[int](bg, c, "hot")
 			}
-		}()
+		})
 	}
 	for i := range rounds {
-		if err := c.Set(bg, "hot", i); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, "hot", i)
 		if v, err := Get[int](bg, c, "hot"); err != nil || v < i {
 			close(stop)
 			wg.Wait()

@@ -45,8 +45,7 @@ func TestErrorClasses(t *testing.T) {
 
 	// An encrypted entry too short to hold a nonce and a tag does not
 	// authenticate, like any other damaged entry.
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{Encryption: encConfig("")})
 	if err := rdb.Set(bg, "short", "abcde", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +57,7 @@ func TestErrorClasses(t *testing.T) {
 	}
 	// MGet reports the list key as Get does, per key, and still returns
 	// the other values.
-	if err := c.Set(bg, "ok", "fine"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "ok", "fine")
 	for _, l1 := range []bool{true, false} {
 		mc := c // no L1: MGet reads with MGET
 		if l1 {

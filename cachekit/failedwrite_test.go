@@ -22,9 +22,7 @@ func TestFailedWriteNeverLeavesOldL1(t *testing.T) {
 			raw := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			t.Cleanup(func() { _ = raw.Close() })
 			c := newClient(t, Options{RedisURL: proxy.URL(), L1MaxBytes: 1 << 20, Reliability: rel})
-			if err := c.Set(bg, "k", "old"); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, c, "k", "old")
 			fillL1(t, c, "k", "old")
 			before, _ := raw.Get(bg, "k").Result()
 			proxy.ResetMidReply()

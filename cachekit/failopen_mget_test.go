@@ -21,9 +21,7 @@ func TestFailOpenMGetReportsOutage(t *testing.T) {
 	opts.Invalidation = nil // keep L1 through the outage
 	c := newClient(t, opts)
 	for _, k := range []string{"a", "b"} {
-		if err := c.Set(bg, k, "v"+k); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, k, "v"+k)
 	}
 	srv.Stop()
 	got, err := MGet[string](bg, c, []string{"a", "b", "c"})

@@ -323,9 +323,7 @@ func readsBack(ctx context.Context, c *Client, raw redis.UniversalClient, key, w
 func writePre(t *testing.T, c *Client, n int) {
 	t.Helper()
 	for i := range n {
-		if err := c.Set(bg, fmt.Sprint("pre:", i), fmt.Sprint("pre:", i, "|0")); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, fmt.Sprint("pre:", i), fmt.Sprint("pre:", i, "|0"))
 	}
 }
 

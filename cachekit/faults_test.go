@@ -160,9 +160,7 @@ func TestCallerDeadlineBoundsHungRedis(t *testing.T) {
 			srv := redistest.Start(t)
 			opts.RedisURL = srv.URL()
 			c := newClient(t, opts)
-			if err := c.Set(bg, "k", "v"); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, c, "k", "v")
 			srv.Pause()
 			defer srv.Resume()
 			var worst time.Duration
@@ -186,6 +184,17 @@ func TestCallerDeadlineBoundsHungRedis(t *testing.T) {
 	}
 }
 
+// newProductionTimed builds a Production Client on srv and returns it with
+// how long New took.
+func newProductionTimed(t *testing.T, srv *redistest.Server) (*Client, time.Duration) {
+	t.Helper()
+	opts := Production()
+	opts.RedisURL = srv.URL()
+	start := time.Now()
+	c := newClient(t, opts)
+	return c, time.Since(start)
+}
+
 // TestRedisDownAtStart: New neither fails nor blocks past its documented
 // bound when Redis is down (refused: at once; hung: about a second), Ping
 // reports the outage with a *BackendError, and the Client works once Redis
@@ -195,11 +204,8 @@ func TestRedisDownAtStart(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		srv := redistest.Start(t)
 		srv.Stop()
-		opts := Production()
-		opts.RedisURL = srv.URL()
-		start := time.Now()
-		c := newClient(t, opts)
-		if d := time.Since(start); d > 300*time.Millisecond {
+		c, d := newProductionTimed(t, srv)
+		if d > 300*time.Millisecond {
 			t.Fatalf("New took %v with Redis refusing connections", d)
 		}
 		var be *BackendError
@@ -209,22 +215,17 @@ func TestRedisDownAtStart(t *testing.T) {
 		srv.Restart()
 		waitWithin(t, 3*time.Second, func() bool { return c.Ping(bg) == nil })
 		waitWithin(t, 3*time.Second, func() bool { return c.InvalidationStats().Tracking })
-		if err := c.Set(bg, "k", "v"); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, "k", "v")
 	})
 	t.Run("hung", func(t *testing.T) {
 		srv := redistest.Start(t)
 		srv.Pause()
 		defer srv.Resume()
-		opts := Production()
-		opts.RedisURL = srv.URL()
-		start := time.Now()
-		c := newClient(t, opts)
-		if d := time.Since(start); d > 1200*time.Millisecond {
+		c, d := newProductionTimed(t, srv)
+		if d > 1200*time.Millisecond {
 			t.Fatalf("New took %v with Redis hung, want about a second at most", d)
 		}
-		start = time.Now()
+		start := time.Now()
 		if err := c.Ping(bg); err == nil {
 			t.Fatal("Ping of a hung Redis succeeded")
 		}

@@ -102,9 +102,7 @@ func TestFaultsClusterReshard(t *testing.T) {
 	// Every key of the load and of the pre-fault set lives in one slot.
 	const tag = "{mig}"
 	for i := range preKeys {
-		if err := c.Set(bg, fmt.Sprint(tag, "pre:", i), fmt.Sprint(tag, "pre:", i, "|0")); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, fmt.Sprint(tag, "pre:", i), fmt.Sprint(tag, "pre:", i, "|0"))
 	}
 	load := startLoad(c, 4, func(i int) string { return fmt.Sprint(tag, "load:", i) })
 	load.await(t, preTraffic, "traffic before the reshard")

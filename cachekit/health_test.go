@@ -63,9 +63,7 @@ func TestBreakerClosesOnEvidence(t *testing.T) {
 		Logger:        logger,
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 	})
-	if err := c.Set(bg, "secret-user-key", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "secret-user-key", "v")
 	srv.Stop()
 	openBreaker(t, c)
 	start := time.Now()

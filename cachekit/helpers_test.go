@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,3 +52,29 @@ func modes() map[string]Options {
 }
 
 var bg = context.Background()
+
+// mustSet writes key=v through c and stops the test if the write fails.
+func mustSet(t testing.TB, c *Client, key string, v any) {
+	t.Helper()
+	if err := c.Set(bg, key, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustSetTTL is mustSet with an explicit TTL.
+func mustSetTTL(t testing.TB, c *Client, key string, v any, ttl time.Duration) {
+	t.Helper()
+	if err := c.SetWithTTL(bg, key, v, ttl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redisClient starts a private redis-server (withRedis) and returns a Client
+// built from opts with opts.Redis set to it, and the test's own client of
+// that server.
+func redisClient(t *testing.T, opts Options) (*Client, *redis.Client) {
+	t.Helper()
+	_, rdb := withRedis(t)
+	opts.Redis = rdb
+	return newClient(t, opts), rdb
+}

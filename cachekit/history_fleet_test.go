@@ -71,9 +71,7 @@ func TestCacheAsideHistoryAcrossClients(t *testing.T) {
 		for g := range 8 {
 			c := clients[g%len(clients)]
 			rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for range opsPer {
 					key := keys[rng.IntN(len(keys))]
 					switch op := rng.IntN(10); {
@@ -106,7 +104,7 @@ func TestCacheAsideHistoryAcrossClients(t *testing.T) {
 						}
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		for _, key := range keys {

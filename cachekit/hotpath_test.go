@@ -119,9 +119,7 @@ func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
 			opts.L1MaxBytes = 1 << 20
 		}
 		c := newClient(t, opts)
-		if err := c.Set(bg, "k", "v"); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, c, "k", "v")
 		if withL1 {
 			c.l1.Delete("k")
 		}

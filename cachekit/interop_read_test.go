@@ -19,8 +19,7 @@ type readerRow struct {
 // and refuses every one it MUST reject, with an *EntryError.
 func TestInteropReaderVectorsThroughClient(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Interop: true})
+	c, rdb := redisClient(t, Options{Interop: true})
 	accept := vectors.Group[readerRow](t, "interop-mode.json", "reader_accept_vectors")
 	reject := vectors.Group[readerRow](t, "interop-mode.json", "reader_reject_vectors")
 	if len(accept) == 0 || len(reject) == 0 {
@@ -58,8 +57,7 @@ func TestInteropReaderVectorsThroughClient(t *testing.T) {
 // same instant (at microsecond precision), into time.Time and into any.
 func TestInteropTimes(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Interop: true})
+	c, _ := redisClient(t, Options{Interop: true})
 	type event struct {
 		Name string    `msgpack:"name"`
 		At   time.Time `msgpack:"at"`
@@ -92,8 +90,7 @@ func TestInteropTimes(t *testing.T) {
 // time.Time whatever holds it: a map, a slice, an any field of a struct.
 func TestInteropTimesInGenericDestinations(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Interop: true})
+	c, _ := redisClient(t, Options{Interop: true})
 	when := time.Date(2026, 12, 3, 14, 5, 6, 0, time.UTC)
 	if err := c.InteropSet(bg, "t", "m", nil, map[string]any{"at": when, "list": []any{when}}, time.Minute); err != nil {
 		t.Fatal(err)

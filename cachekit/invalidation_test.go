@@ -19,9 +19,7 @@ func TestInvalidationAcrossClients(t *testing.T) {
 	b := newClient(t, opts)
 	ctl := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig("")}) // no invalidation
 
-	if err := a.Set(bg, "k", "v1"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, a, "k", "v1")
 	for _, c := range []*Client{b, ctl} {
 		if v, err := Get[string](bg, c, "k"); err != nil || v != "v1" {
 			t.Fatalf("first read: %q, %v", v, err)
@@ -30,9 +28,7 @@ func TestInvalidationAcrossClients(t *testing.T) {
 			t.Fatalf("expected an L2 read that filled L1: %+v", st)
 		}
 	}
-	if err := a.Set(bg, "k", "v2"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, a, "k", "v2")
 	waitValue(t, b, "k", "v2")
 	// The control client shows that L1 did hold the old value: without
 	// invalidation it keeps serving it.
@@ -66,9 +62,7 @@ func TestInvalidationPrefixesAndMSet(t *testing.T) {
 	if err := a.MSetWithTTL(bg, map[string]any{"x": 1, "y": 2}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Set(bg, "x", 100); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, other, "x", 100)
 	for _, k := range []string{"x", "y"} {
 		if _, err := Get[int](bg, b, k); err != nil {
 			t.Fatal(err)

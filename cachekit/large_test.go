@@ -59,9 +59,7 @@ func TestLargePathBoundedPieces(t *testing.T) {
 		return t, b
 	}
 
-	if err := c.Set(bg, "big", v); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "big", v)
 	setTotal, setMax := take()
 	got, err := c.GetBytes(bg, "big") // L1 hit
 	if err != nil || !bytes.Equal(got, v) {
@@ -103,9 +101,7 @@ func TestLargeValueConcurrency(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 64 << 20, Encryption: encConfig(""), LargeValueConcurrency: 1})
 	v := largeValue(LargeValueBytes)
-	if err := c.Set(bg, "stored", v); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "stored", v)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hold sync.Once
 	c.testHookLarge = func() {
@@ -282,9 +278,7 @@ func TestLargeSetAllocation(t *testing.T) {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
 	before := s[0].Value.Uint64()
-	if err := c.Set(bg, "big", v); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "big", v)
 	metrics.Read(s)
 	allocated := s[0].Value.Uint64() - before
 	ratio := float64(allocated) / size

@@ -39,16 +39,14 @@ func TestFleetSingleFlight(t *testing.T) {
 			took := make([]time.Duration, len(clients))
 			ended := make([]int64, len(clients))
 			for i, c := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					start := time.Now()
 					v, err := GetOrLoad(bg, c, "cold", loader)
 					took[i], ended[i] = time.Since(start), time.Now().UnixNano()
 					if err != nil || v != "v" {
 						t.Errorf("client %d: %q, %v", i, v, err)
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			if n := calls.Load(); n != 1 {
@@ -83,13 +81,11 @@ func TestFleetLongLoadRunsOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		c := newClient(t, o)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if v, err := GetOrLoad(bg, c, "slow", loader); err != nil || v != "v" {
 				t.Errorf("%q, %v", v, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := calls.Load(); n != 1 {

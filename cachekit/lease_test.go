@@ -291,9 +291,7 @@ func TestLeaseOnCluster(t *testing.T) {
 		return err
 	})
 	<-started
-	if err := b.Set(bg, "user:{42}", "new"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, b, "user:{42}", "new")
 	close(release)
 	if err := <-r; err != nil {
 		t.Fatal(err)
@@ -347,13 +345,11 @@ func TestInteropFleetUsesSideLock(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, c := range []*Client{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if v, err := GetOrLoadTTL(bg, c, key, time.Minute, loader); err != nil || v != "v" {
 				t.Errorf("%q, %v", v, err)
 			}
-		}()
+		})
 	}
 	waitWithin(t, 5*time.Second, func() bool { n, _ := raw.Exists(bg, key+":lock").Result(); return n == 1 && calls.Load() == 1 })
 	close(release)
@@ -411,9 +407,7 @@ func TestLeaseReplacesUndecodableEntry(t *testing.T) {
 	t.Parallel()
 	_, raw := withRedis(t)
 	c := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "k", "not a number"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "not a number")
 	c.FlushLocal()
 	if v, err := GetOrLoad(bg, c, "k", func(context.Context) (int, error) { return 5, nil }); err != nil || v != 5 {
 		t.Fatalf("GetOrLoad: %d, %v", v, err)

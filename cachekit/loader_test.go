@@ -11,8 +11,7 @@ import (
 
 func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	var calls atomic.Int32
 	release := make(chan struct{})
 	loader := func(ctx context.Context) (profile, error) {
@@ -23,15 +22,13 @@ func TestGetOrLoadRunsLoaderOnceFor100Callers(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make(chan error, 100)
 	for range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p, err := GetOrLoadTTL(bg, c, "user:42", time.Minute, loader)
 			if err == nil && p.Name != sampleProfile().Name {
 				err = errors.New("wrong value")
 			}
 			results <- err
-		}()
+		})
 	}
 	// Let the load end once every caller has joined its flight.
 	waitWithin(t, 5*time.Second, func() bool { return c.flights.Waiting("user:42") == 100 })
@@ -113,8 +110,7 @@ func TestGetOrLoadErrorsAreNotCached(t *testing.T) {
 
 func TestGetOrLoadReplacesTamperedEntry(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{Encryption: encConfig("")})
 	if err := rdb.Set(bg, "k", []byte("not a sealed entry at all, just junk"), time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}

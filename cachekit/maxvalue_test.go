@@ -10,14 +10,25 @@ import (
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
+// allocsOfGetBytes reads key through c's GetBytes, after a GC, and returns
+// the bytes the process allocated during the read (MemStats.TotalAlloc) and
+// the read's error. Its callers are not parallel.
+func allocsOfGetBytes(c *Client, key string) (uint64, error) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := c.GetBytes(bg, key)
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc, err
+}
+
 // TestMaxValueBytes: a value encoding to more than MaxValueBytes is refused
 // at Set before any I/O, and an entry claiming to be larger (here: a real
 // 8 MiB envelope of zeros, about 32 KiB stored, that a reader limited to 1 MiB
 // meets) is refused before the reader allocates for it.
 func TestMaxValueBytes(t *testing.T) {
 	// Not parallel: reads the process's allocation counter.
-	_, rdb := withRedis(t)
-	small := newClient(t, Options{Redis: rdb, MaxValueBytes: 1 << 20})
+	small, rdb := redisClient(t, Options{MaxValueBytes: 1 << 20})
 	big := make([]byte, 2<<20)
 	if err := small.Set(bg, "k", big); !errors.Is(err, ErrValueTooLarge) {
 		t.Fatalf("Set of 2 MiB with MaxValueBytes 1 MiB = %v, want ErrValueTooLarge", err)
@@ -34,16 +45,12 @@ func TestMaxValueBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("stored %d bytes claiming %d", len(env), 8<<20+5)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err = small.GetBytes(bg, "bomb")
-	runtime.ReadMemStats(&after)
+	grew, err := allocsOfGetBytes(small, "bomb")
 	if !errors.Is(err, protocol.ErrTooLarge) {
 		t.Fatalf("reading an 8 MiB entry with MaxValueBytes 1 MiB = %v, want ErrTooLarge", err)
 	}
 	namesLimit(t, "an envelope over the limit", err)
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+	if grew > 1<<20 {
 		t.Fatalf("the refused read allocated %d bytes", grew)
 	}
 	// An encrypted entry far larger than the limit is refused before it is
@@ -52,27 +59,22 @@ func TestMaxValueBytes(t *testing.T) {
 	if err := rdb.Set(bg, "huge", make([]byte, 4<<20), time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err = enc.GetBytes(bg, "huge")
-	runtime.ReadMemStats(&after)
+	encGrew, err := allocsOfGetBytes(enc, "huge")
 	if !errors.Is(err, protocol.ErrTooLarge) {
 		t.Fatalf("a 4 MiB encrypted entry with MaxValueBytes 1 MiB = %v, want ErrTooLarge", err)
 	}
 	namesLimit(t, "an encrypted entry over the limit", err)
 	// Uncompressed: the msgpack value itself is over the limit.
 	plainBig := newClient(t, Options{Redis: rdb, DisableCompression: true})
-	if err := plainBig.Set(bg, "plain", make([]byte, 1<<20+1000)); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, plainBig, "plain", make([]byte, 1<<20+1000))
 	plainSmall := newClient(t, Options{Redis: rdb, DisableCompression: true, MaxValueBytes: 1 << 20})
 	_, err = plainSmall.GetBytes(bg, "plain")
 	if !errors.Is(err, protocol.ErrTooLarge) {
 		t.Fatalf("an uncompressed value over MaxValueBytes = %v, want ErrTooLarge", err)
 	}
 	namesLimit(t, "an uncompressed value over the limit", err)
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20+1<<20 {
-		t.Fatalf("the refused encrypted read allocated %d bytes beyond the reply", grew)
+	if encGrew > 4<<20+1<<20 {
+		t.Fatalf("the refused encrypted read allocated %d bytes beyond the reply", encGrew)
 	}
 	// The default limit reads it.
 	def := newClient(t, Options{Redis: rdb})
@@ -105,16 +107,11 @@ func TestHugeEntryReadIsBounded(t *testing.T) {
 	}
 	for name, l1 := range map[string]int64{"l1-on": 1 << 20, "l1-off": 0} {
 		c := newClient(t, Options{Redis: rdb, L1MaxBytes: l1, MaxValueBytes: 1 << 20})
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		_, err := c.GetBytes(bg, "huge")
-		runtime.ReadMemStats(&after)
+		grew, err := allocsOfGetBytes(c, "huge")
 		if !errors.Is(err, protocol.ErrTooLarge) {
 			t.Fatalf("%s: a 32 MiB value with MaxValueBytes 1 MiB = %v, want ErrTooLarge", name, err)
 		}
 		namesLimit(t, name, err)
-		grew := after.TotalAlloc - before.TotalAlloc
 		t.Logf("%s: refusing a 32 MiB value allocated %d bytes", name, grew)
 		if grew > 4<<20 {
 			t.Errorf("%s: the refused read allocated %d bytes, want at most about the 1 MiB limit", name, grew)

@@ -19,6 +19,15 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
+// meterProvider returns an SDK MeterProvider (shut down at cleanup) and the
+// manual reader that collect reads its data points from.
+func meterProvider(tb testing.TB) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	tb.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return mp, reader
+}
+
 // collect returns every data point of the reader as "name{attrs}" -> value.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 	t.Helper()
@@ -61,13 +70,9 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 func TestMetricsRecorded(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	mp, reader := meterProvider(t)
 	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp, Reliability: &Reliability{}})
-	if err := c.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "v")
 	for range 3 {
 		if _, err := Get[string](bg, c, "k"); err != nil { // L1 hits
 			t.Fatal(err)
@@ -81,9 +86,7 @@ func TestMetricsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = Get[string](bg, c, "bad")
-	if err := c.SetWithTTL(bg, "n", 5, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustSetTTL(t, c, "n", 5, time.Minute)
 	if _, err := c.GetBytes(bg, "n"); !errors.Is(err, ErrNotBytes) {
 		t.Fatalf("GetBytes of an int = %v, want ErrNotBytes", err)
 	}
@@ -194,8 +197,7 @@ func TestAllocsEncryptedAppendValueL1HitNoopMetrics(t *testing.T) {
 // counters and histograms record with prebuilt attribute sets.
 func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
 	// Not parallel: counts allocations.
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	mp, _ := meterProvider(t)
 	assertL1HitAllocatesNothing(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp})
 }
 
@@ -209,8 +211,7 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 		{"off", func(*testing.B) Options { return Options{} }},
 		{"noop", func(*testing.B) Options { return Options{MeterProvider: noop.NewMeterProvider()} }},
 		{"sdk", func(b *testing.B) Options {
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			mp, _ := meterProvider(b)
 			return Options{MeterProvider: mp}
 		}},
 		// A recording tracer that exports nowhere: the cost of building
@@ -253,9 +254,7 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 func TestInvalidationAndReliabilityMetrics(t *testing.T) {
 	t.Parallel()
 	srv, raw := withRedis(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	mp, reader := meterProvider(t)
 	c := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Invalidation: &Invalidation{},
 		Reliability: &Reliability{}, MeterProvider: mp})
 	waitWithin(t, 2*time.Second, func() bool { return c.InvalidationStats().Tracking })
@@ -283,9 +282,7 @@ func TestFailOpenLoadsCountAsDegraded(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	mp, reader := meterProvider(t)
 	c := newClient(t, Options{RedisURL: srv.URL(), Reliability: &Reliability{FailOpen: true}, MeterProvider: mp})
 	if v, err := GetOrLoad(bg, c, "k", func(context.Context) (int, error) { return 1, nil }); err != nil || v != 1 {
 		t.Fatalf("GetOrLoad with Redis down: %d, %v", v, err)

@@ -13,9 +13,7 @@ func TestRedisOutageGivesTypedErrorAndRecovers(t *testing.T) {
 	t.Parallel()
 	srv, rdb := withRedis(t)
 	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := c.Set(bg, "before", "kept"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "before", "kept")
 	srv.Stop() // saves the data set, like a Redis with persistence
 	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
 	defer cancel()
@@ -38,7 +36,5 @@ func TestRedisOutageGivesTypedErrorAndRecovers(t *testing.T) {
 	if v != "kept" {
 		t.Fatalf("after restart: %q", v)
 	}
-	if err := c.Set(bg, "after", "y"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "after", "y")
 }

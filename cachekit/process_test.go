@@ -156,9 +156,7 @@ func TestFleetSingleFlightAcrossProcesses(t *testing.T) {
 	ended := make([]int64, len(children))
 	var loaded atomic.Int64
 	for i, ch := range children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ch.out.Scan() {
 				f := strings.Fields(ch.out.Text())
 				switch {
@@ -173,7 +171,7 @@ func TestFleetSingleFlightAcrossProcesses(t *testing.T) {
 					t.Errorf("child %d: %s", i, ch.out.Text())
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n, _ := raw.Get(bg, "cold:loads").Int(); n != 1 {

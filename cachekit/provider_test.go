@@ -17,11 +17,8 @@ import (
 // overwrites it; once the provider answers, the same entry reads back.
 func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := w.Set(bg, "k", "valid"); err != nil {
-		t.Fatal(err)
-	}
+	w, rdb := redisClient(t, Options{Encryption: encConfig("")})
+	mustSet(t, w, "k", "valid")
 	var vaultDown atomic.Bool
 	vaultDown.Store(true)
 	provider := func(context.Context) (encryption.Keys, error) {
@@ -57,11 +54,8 @@ func TestProviderFailureIsNotACorruptEntry(t *testing.T) {
 // entry: no open failure counted, no reload over the valid entry.
 func TestProviderBadKeysAreNotACorruptEntry(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := w.Set(bg, "k", "valid"); err != nil {
-		t.Fatal(err)
-	}
+	w, rdb := redisClient(t, Options{Encryption: encConfig("")})
+	mustSet(t, w, "k", "valid")
 	provider := func(context.Context) (encryption.Keys, error) {
 		return encryption.Keys{Current: make([]byte, 16)}, nil
 	}

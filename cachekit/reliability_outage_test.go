@@ -34,18 +34,14 @@ func TestOutageUnderLoad(t *testing.T) {
 			})
 			const n = 20
 			for i := range n {
-				if err := c.Set(bg, fmt.Sprint("pre:", i), fmt.Sprint("value-", i)); err != nil {
-					t.Fatal(err)
-				}
+				mustSet(t, c, fmt.Sprint("pre:", i), fmt.Sprint("value-", i))
 			}
 			var stop atomic.Bool
 			var hits, misses, backendErrs atomic.Int64
 			var wg sync.WaitGroup
 			errc := make(chan error, 2)
 			for g := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					// Pace the load (about a thousand calls a second per
 					// goroutine against a real server), as a service would
 					// call, not a spin loop.
@@ -81,7 +77,7 @@ func TestOutageUnderLoad(t *testing.T) {
 						}
 						cancel()
 					}
-				}()
+				})
 			}
 			// A load goroutine that failed has stopped: its error is
 			// reported below, so waits for reads end on it too.

@@ -29,13 +29,9 @@ func TestTrackingSentinelFailover(t *testing.T) {
 	wo.Redis, wo.Encryption = failover(), encConfig("")
 	w := newClient(t, wo)
 
-	if err := w.Set(bg, "k", "v1"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "v1")
 	fillL1(t, p, "k", "v1")
-	if err := w.Set(bg, "k", "v2"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "v2")
 	waitWithin(t, time.Second, func() bool { v, _ := Get[string](bg, p, "k"); return v == "v2" })
 	fillL1(t, p, "k", "v2")
 
@@ -46,9 +42,7 @@ func TestTrackingSentinelFailover(t *testing.T) {
 	waitWithin(t, 10*time.Second, func() bool { v, _ := Get[string](bg, p, "k"); return v == "v3" })
 	waitWithin(t, 10*time.Second, func() bool { return p.InvalidationStats().Tracking })
 	fillL1(t, p, "k", "v3")
-	if err := w.Set(bg, "k", "v4"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "v4")
 	waitWithin(t, time.Second, func() bool { v, _ := Get[string](bg, p, "k"); return v == "v4" })
 }
 

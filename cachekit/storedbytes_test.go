@@ -21,9 +21,7 @@ func TestStoredBytesAreTheProtocolsPlainDataFlow(t *testing.T) {
 		name := map[bool]string{true: "envelope", false: "plain-msgpack"}[compressed]
 		t.Run(name, func(t *testing.T) {
 			c := newClient(t, Options{Redis: rdb, Encryption: encConfig("acme"), KeyPrefix: "svc:", DisableCompression: !compressed})
-			if err := c.Set(bg, "k-"+name, "ünïcode value"); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, c, "k-"+name, "ünïcode value")
 			stored, err := rdb.Get(bg, "svc:k-"+name).Bytes()
 			if err != nil {
 				t.Fatal(err)
@@ -120,9 +118,7 @@ func TestInteropVectorsReadThroughClient(t *testing.T) {
 			}
 			// Written back by this client, the plaintext is the same canonical bytes.
 			var v any = map[string]any{"age": 30, "name": "alice"}
-			if err := c.SetWithTTL(bg, r.CacheKey, v, time.Minute); err != nil {
-				t.Fatal(err)
-			}
+			mustSetTTL(t, c, r.CacheKey, v, time.Minute)
 			stored, _ := rdb.Get(bg, r.CacheKey).Bytes()
 			m, _ := encryption.NewManager(encryption.Config{MasterKey: key, Tenant: r.TenantID})
 			defer m.Close()
@@ -141,8 +137,7 @@ func TestInteropVectorsReadThroughClient(t *testing.T) {
 
 func TestInteropModeKeysAndHelpers(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Interop: true, Encryption: encConfig("")})
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Interop: true, Encryption: encConfig("")})
 	if err := c.Set(bg, "not an interop key", 1); err == nil {
 		t.Fatal("interop client accepted a free-form key")
 	}

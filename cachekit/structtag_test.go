@@ -22,12 +22,9 @@ type jsonTagged struct {
 // the default keeps Go names.
 func TestStructTagJSON(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, StructTag: "json"})
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, StructTag: "json"})
 	v := jsonTagged{ID: 42, Name: "Ada", Both: "b", Skipped: "x", Plain: "p", Tags: []string{"t"}}
-	if err := c.Set(bg, "k", v); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", v)
 	got, err := Get[jsonTagged](bg, c, "k")
 	want := v
 	want.Skipped = ""
@@ -50,9 +47,7 @@ func TestStructTagJSON(t *testing.T) {
 
 	// What an operator writes as JSON ({"id": 42, ...}) is a msgpack map
 	// with those keys.
-	if err := c.Set(bg, "op", map[string]any{"id": 7, "name": "Grace"}); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "op", map[string]any{"id": 7, "name": "Grace"})
 	if got, err := Get[jsonTagged](bg, c, "op"); err != nil || got.ID != 7 || got.Name != "Grace" {
 		t.Fatalf("a JSON-shaped map read into json-tagged fields = %+v, %v", got, err)
 	}

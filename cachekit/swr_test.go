@@ -99,9 +99,7 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 		t.Fatalf("stale read: %q", v)
 	}
 	waitWithin(t, 5*time.Second, func() bool { return calls.Load() == 2 })
-	if err := c.Set(bg, "k", "user"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "user")
 	close(release)
 	waitWithin(t, 5*time.Second, func() bool { return c.swr.Refreshing() == 0 })
 	c.swr.Wait()
@@ -187,8 +185,7 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 
 func TestSWROffWithoutOption(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20})
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20})
 	if c.swr != nil || c.inv != nil || c.rel != nil || c.obs != nil {
 		t.Fatal("SWR, invalidation, reliability or metrics on without their option")
 	}

@@ -10,11 +10,8 @@ import (
 
 func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, Encryption: encConfig("")})
-	if err := c.SetWithTTL(bg, "victim", sampleProfile(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	c, rdb := redisClient(t, Options{Encryption: encConfig("")})
+	mustSetTTL(t, c, "victim", sampleProfile(), time.Minute)
 	orig, err := rdb.Get(bg, "victim").Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +54,9 @@ func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 
 func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "user:1", "alice-secret"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Set(bg, "user:2", "bob-secret"); err != nil {
-		t.Fatal(err)
-	}
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	mustSet(t, c, "user:1", "alice-secret")
+	mustSet(t, c, "user:2", "bob-secret")
 	a, _ := rdb.Get(bg, "user:1").Bytes()
 	if err := rdb.Set(bg, "user:2", a, time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -85,11 +77,8 @@ func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 
 func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	w := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-a")})
-	if err := w.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	w, rdb := redisClient(t, Options{Encryption: encConfig("tenant-a")})
+	mustSet(t, w, "k", "v")
 	other := newClient(t, Options{Redis: rdb, Encryption: encConfig("tenant-b")})
 	if _, err := Get[string](bg, other, "k"); !errors.Is(err, ErrAuthFailed) {
 		t.Fatalf("wrong tenant: %v", err)
@@ -113,11 +102,8 @@ func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 
 func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "k", "good"); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+	mustSet(t, c, "k", "good")
 	c.l1.Set("k", []byte("garbage that is not a sealed entry"), time.Minute)
 	if v, err := Get[string](bg, c, "k"); err != nil || v != "good" {
 		t.Fatalf("got %q %v, want the L2 value", v, err)
@@ -129,8 +115,7 @@ func TestCorruptL1EntryIsEvictedAndReadFallsBackToRedis(t *testing.T) {
 
 func TestMalformedPlainEntries(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	c := newClient(t, Options{Redis: rdb})
+	c, rdb := redisClient(t, Options{})
 	bad := map[string][]byte{
 		"empty":        {},
 		"not envelope": []byte("hello"),

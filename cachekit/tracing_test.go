@@ -55,9 +55,7 @@ func TestSpansNameTheTier(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	c, rec := tracedClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
-	if err := c.Set(bg, "k", "value"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "value")
 	seen := 0
 	takeSpans(rec, &seen)
 	for _, tc := range []struct {

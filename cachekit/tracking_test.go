@@ -53,9 +53,7 @@ func TestTrackingForeignWritersWithinOneSecond(t *testing.T) {
 	for i := range tries {
 		key := fmt.Sprintf("session:%d", i%4)
 		old, next := fmt.Sprintf("v%d", i), fmt.Sprintf("v%d", i+1)
-		if err := w.Set(bg, key, old); err != nil {
-			t.Fatal(err)
-		}
+		mustSet(t, w, key, old)
 		fillL1(t, p, key, old)
 		start := time.Now()
 		if i%5 == 4 {
@@ -65,9 +63,7 @@ func TestTrackingForeignWritersWithinOneSecond(t *testing.T) {
 			}
 			waitWithin(t, time.Second, func() bool { _, err := Get[string](bg, p, key); return errors.Is(err, ErrNotFound) })
 		} else {
-			if err := w.Set(bg, key, next); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, w, key, next)
 			waitWithin(t, time.Second, func() bool { v, _ := Get[string](bg, p, key); return v == next })
 		}
 		lags = append(lags, time.Since(start))
@@ -80,9 +76,7 @@ func TestTrackingForeignWritersWithinOneSecond(t *testing.T) {
 func TestTrackingFlushAndExpiry(t *testing.T) {
 	t.Parallel()
 	p, w, raw, _ := trackedPair(t)
-	if err := w.Set(bg, "a", "1"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "a", "1")
 	fillL1(t, p, "a", "1")
 	if err := raw.FlushDB(bg).Err(); err != nil {
 		t.Fatal(err)
@@ -102,9 +96,7 @@ func TestTrackingFlushAndExpiry(t *testing.T) {
 func TestTrackingLossClearsL1(t *testing.T) {
 	t.Parallel()
 	p, w, raw, _ := trackedPair(t)
-	if err := w.Set(bg, "k", "old"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, w, "k", "old")
 	fillL1(t, p, "k", "old")
 	losses := p.InvalidationStats().Losses
 	if err := raw.ClientKillByFilter(bg, "TYPE", "pubsub").Err(); err != nil {
@@ -127,9 +119,7 @@ func TestTrackingHungRedisDetected(t *testing.T) {
 	t.Parallel()
 	srv, _ := withRedis(t)
 	p := newClient(t, Options{RedisURL: srv.URL(), L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
-	if err := p.Set(bg, "k", "v"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, p, "k", "v")
 	srv.Pause()
 	start := time.Now()
 	waitWithin(t, 3*time.Second, func() bool { return !p.InvalidationStats().Tracking })
@@ -220,9 +210,7 @@ func TestTrackingHitRatio95Read5Write(t *testing.T) {
 		}
 		c := newClient(t, opts)
 		for k := range 100 {
-			if err := c.Set(bg, fmt.Sprintf("ratio:%v:%d", inv, k), -1); err != nil {
-				t.Fatal(err)
-			}
+			mustSet(t, c, fmt.Sprintf("ratio:%v:%d", inv, k), -1)
 		}
 		base := c.Stats()
 		r := rand.New(rand.NewPCG(1, 2))
@@ -230,9 +218,7 @@ func TestTrackingHitRatio95Read5Write(t *testing.T) {
 		for i := range ops {
 			key := fmt.Sprintf("ratio:%v:%d", inv, r.IntN(100))
 			if r.IntN(100) < 5 {
-				if err := c.Set(bg, key, i); err != nil {
-					t.Fatal(err)
-				}
+				mustSet(t, c, key, i)
 				continue
 			}
 			if _, err := Get[int](bg, c, key); err != nil && !errors.Is(err, ErrNotFound) {

@@ -106,8 +106,7 @@ func TestWarningsCarryNoErrorText(t *testing.T) {
 	t.Run("store-marshaller", func(t *testing.T) {
 		t.Parallel()
 		var logs capture
-		_, rdb := withRedis(t)
-		c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Logger: logs.logger()})
+		c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Logger: logs.logger()})
 		_, err := GetOrLoad(bg, c, leakKey, func(context.Context) (leakyValue, error) { return leakyValue{}, nil })
 		if err != nil {
 			t.Fatal(err)

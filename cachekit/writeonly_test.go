@@ -13,9 +13,7 @@ import (
 func TestNoWriteOnlyValues(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, Options{L1MaxBytes: 1 << 20})
-	if err := c.Set(bg, "k", "kept"); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "k", "kept")
 	var deep any = "leaf"
 	for range protocol.DefaultMaxDepth + 2 {
 		deep = []any{deep}
@@ -32,9 +30,7 @@ func TestNoWriteOnlyValues(t *testing.T) {
 		t.Fatalf("stored value after the refused writes = %q, %v", v, err)
 	}
 
-	if err := c.Set(bg, "nil-bytes", []byte(nil)); err != nil {
-		t.Fatal(err)
-	}
+	mustSet(t, c, "nil-bytes", []byte(nil))
 	b, err := c.GetBytes(bg, "nil-bytes")
 	if err != nil || len(b) != 0 {
 		t.Fatalf("GetBytes after Set([]byte(nil)) = %q, %v; want empty bytes", b, err)

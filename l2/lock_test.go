@@ -50,9 +50,7 @@ func TestLockOnlyOneWinner(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
 			ok, err := f.store.TryLock(bg, "lock:race", "token-"+strconv.Itoa(i), time.Minute)
 			if err != nil {
@@ -61,7 +59,7 @@ func TestLockOnlyOneWinner(t *testing.T) {
 			if ok {
 				winners.Add(1)
 			}
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()

@@ -36,6 +36,24 @@ func (h *heard) handler() TrackingHandler {
 	}
 }
 
+// track starts a Tracker of rdb for prefix (closed at cleanup).
+func track(t *testing.T, rdb redis.UniversalClient, prefix string, h TrackingHandler) *Tracker {
+	t.Helper()
+	tr, err := New(rdb).Track(prefix, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// trackHeard starts a Tracker of rdb for prefix that reports to a new heard.
+func trackHeard(t *testing.T, rdb redis.UniversalClient, prefix string) (*Tracker, *heard) {
+	t.Helper()
+	h := &heard{keys: map[string]int{}}
+	return track(t, rdb, prefix, h.handler()), h
+}
+
 func (h *heard) has(key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -48,12 +66,7 @@ func TestTrackerCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	h := &heard{keys: map[string]int{}}
-	tr, err := New(rdb).Track("app:", h.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
+	tr, h := trackHeard(t, rdb, "app:")
 	select {
 	case <-tr.Ready():
 	case <-time.After(5 * time.Second):
@@ -92,12 +105,7 @@ func TestTrackerStandaloneLossAndReturn(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	h := &heard{keys: map[string]int{}}
-	tr, err := New(rdb).Track("", h.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
+	tr, h := trackHeard(t, rdb, "")
 	<-tr.Ready()
 	srv.Kill()
 	waitUntil(t, "tracked", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.down == 1 })
@@ -115,11 +123,7 @@ func TestTrackerStandaloneLossAndReturn(t *testing.T) {
 func TestTrackerSettledOnRefusal(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: unusedAddr(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
-	tr, err := New(rdb).Track("", TrackingHandler{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
+	tr := track(t, rdb, "", TrackingHandler{})
 	start := time.Now()
 	select {
 	case <-tr.Settled():

@@ -70,26 +70,9 @@ func ckConvertJSON(v any) (any, error) {
 			return nil, fmt.Errorf("bad JSON integer %q", s)
 		}
 		return n, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := ckConvertJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := ckConvertJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+	case []any, map[string]any:
+		out, _, err := protocol.MapJSONContainer(v, ckConvertJSON)
+		return out, err
 	}
 	return v, nil // nil, bool, string
 }

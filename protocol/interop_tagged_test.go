@@ -55,16 +55,6 @@ func iopFromTagged(v any) (any, error) {
 		return x, nil
 	case json.Number:
 		return iopExactInt(x.String())
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, err := iopFromTagged(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
 	case map[string]any:
 		if len(x) == 1 {
 			for k, val := range x {
@@ -73,17 +63,38 @@ func iopFromTagged(v any) (any, error) {
 				}
 			}
 		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			c, err := iopFromTagged(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
-		}
-		return out, nil
+	}
+	if out, ok, err := MapJSONContainer(v, iopFromTagged); ok {
+		return out, err
 	}
 	return nil, errors.New("unexpected JSON type")
+}
+
+// MapJSONContainer rebuilds a decoded JSON array ([]any) or object
+// (map[string]any) with conv applied to each element, and reports whether v
+// was one; the first error conv returns is returned. It is exported, in a
+// test file only, so that the protocol_test vector loaders (ckConvertJSON)
+// walk JSON the same way.
+func MapJSONContainer(v any, conv func(any) (any, error)) (out any, ok bool, err error) {
+	switch x := v.(type) {
+	case []any:
+		list := make([]any, len(x))
+		for i, e := range x {
+			if list[i], err = conv(e); err != nil {
+				return nil, true, err
+			}
+		}
+		return list, true, nil
+	case map[string]any:
+		obj := make(map[string]any, len(x))
+		for k, e := range x {
+			if obj[k], err = conv(e); err != nil {
+				return nil, true, err
+			}
+		}
+		return obj, true, nil
+	}
+	return nil, false, nil
 }
 
 func iopFromTag(tag string, val any) (any, error) {

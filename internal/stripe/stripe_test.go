@@ -9,13 +9,11 @@ func TestCounterConcurrentAddsAreExact(t *testing.T) {
 	var c Counter
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 10000; i++ {
 				c.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := c.Load(); got != 80000 {
