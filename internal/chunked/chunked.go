@@ -1,10 +1,3 @@
-// Package chunked does large memory work (copies, xxHash3) in bounded
-// pieces. The runtime cannot preempt a goroutine inside an assembly call
-// such as memmove or xxh3's accumulate loop, so a garbage collection that
-// starts during a 64 MiB copy (tens of milliseconds when the destination is
-// fresh memory) waits for all of it, and so does every goroutine. Here no
-// single call is given more than Size bytes; between calls the goroutine
-// can be preempted.
 package chunked
 
 import (

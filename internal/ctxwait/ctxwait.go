@@ -1,5 +1,3 @@
-// Package ctxwait holds the one wait the module's layers share: a sleep
-// that a context cuts short. It imports nothing of the module.
 package ctxwait
 
 import (

@@ -1,6 +1,3 @@
-// Package depcheck holds a test that enforces the module's dependency
-// arrows (README's Layout section): protocol, encryption, l1 and l2 are
-// leaves that never import each other, and only l2 sends Redis commands.
 package depcheck
 
 import (

@@ -1,25 +1,3 @@
-// Package gcmchunk seals and opens AES-GCM messages in bounded chunks, so
-// that no single non-preemptible assembly call is given more than one chunk
-// of a large value, with output byte-identical to crypto/cipher.NewGCM's
-// (12-byte nonce, 16-byte tag).
-//
-// crypto/cipher's GCM encrypts and authenticates the whole message in one
-// assembly call. The Go runtime cannot preempt a goroutine inside it, so a
-// garbage collection that starts during the call waits for it, and so does
-// every other goroutine: tens of milliseconds for a 64 MiB value. Here the
-// keystream comes from crypto/cipher's CTR mode (the counter GCM uses,
-// starting at nonce‖2), and GHASH is computed chunk by chunk with the
-// standard library's own implementation: GCM's Seal of an empty plaintext
-// with a chunk as its additional data returns
-//
-//	E_K(J0') ⊕ (S ⊕ L')·H
-//
-// where S is the GHASH state after the chunk's blocks, L' the chunk's length
-// block and H the hash key. E_K(J0') (one block encryption of the nonce
-// used) and L'·H are known, so S·H is too, and the chunks combine by
-// linearity: with Z the state after the blocks so far times H, a chunk of n
-// blocks gives Z·H^n ⊕ S·H. The tag is E_K(J0) ⊕ Z ⊕ L·H. The few products
-// in GF(2^128) run in constant-time Go.
 package gcmchunk
 
 import (

@@ -1,9 +1,3 @@
-// Package redistest starts private redis-server processes for tests: a real
-// server on 127.0.0.1, on a port picked by the harness, in a temporary
-// directory, stopped when the test ends. It is test support, not public API.
-//
-// redis-server must be on PATH (.ci/run installs Debian's package when it is
-// missing). Under `go test -short` tests that need it are skipped.
 package redistest
 
 import (

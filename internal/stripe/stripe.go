@@ -1,8 +1,3 @@
-// Package stripe provides a counter for hot paths that many goroutines bump
-// at once. A single atomic counter bounces its cache line between cores on
-// every increment; a Counter spreads increments over padded cells picked at
-// random and adds them up only when read. It is internal plumbing for this
-// module's packages, not public API.
 package stripe
 
 import (

@@ -1,11 +1,3 @@
-// Package testwait is how tests wait for something another goroutine or a
-// real process (a redis-server, a Sentinel, a cluster node) will make true
-// in its own time: they poll a condition until it holds or a limit passes.
-//
-// It is the one place where tests sleep to poll. A test that can be told
-// when something happens (a channel, a hook, a fake clock, testing/synctest)
-// waits for that instead; polling is for state nobody signals, such as a
-// server catching up or a counter of the code under test.
 package testwait
 
 import (

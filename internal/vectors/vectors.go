@@ -1,5 +1,3 @@
-// Package vectors loads the vendored CacheKit protocol test vectors from
-// testdata/protocol for tests. It is test support, not public API.
 package vectors
 
 import (

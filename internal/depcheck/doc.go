@@ -1,0 +1,27 @@
+// Package depcheck holds tests that enforce the module's dependency arrows
+// (README's Layout section): protocol, encryption, l1 and l2 are leaves
+// that never import each other, the internal packages need nothing of
+// cachekit, and go-redis stays in l2. It has no code besides its tests;
+// they ask `go list` for each package's imports, so they need the go
+// command.
+//
+// # Invariants
+//
+// The tests fail unless all of these hold:
+//
+//   - protocol, encryption, l1 and l2 reach no package of this module,
+//     even transitively, except their own internal packages and
+//     internal/stripe, internal/ctxwait, internal/gcmchunk and
+//     internal/chunked.
+//   - cachekit depends on each of the four leaves.
+//   - protocol reaches neither go-redis, ristretto nor msgpack;
+//     encryption neither go-redis, ristretto nor lz4; l1 not go-redis; l2
+//     not ristretto (all transitively).
+//   - l1 and l2 import neither crypto/aes nor crypto/cipher themselves,
+//     and cmd/cachekit does not import go-redis itself.
+//   - Of cachekit's files only options.go imports go-redis, and
+//     internal/guard, flight, observe, swr and codec import neither
+//     go-redis nor cachekit.
+//   - internal/codec reaches neither cachekit, encryption, l1, l2,
+//     go-redis nor ristretto, even transitively.
+package depcheck
