@@ -73,10 +73,7 @@ type Client struct {
 	lastWarn   atomic.Int64
 	flights    flight.Group
 	leaseWaits flight.Waiters
-	// testHookFill, when set (by tests, before use), runs after a load
-	// holding a lease and before its store.
-	testHookFill func(key string)
-	stats        counters
+	stats      counters
 }
 
 // New builds a Client from opts, which it does not modify. With encryption

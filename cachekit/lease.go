@@ -166,9 +166,6 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		c.warn("GetOrLoad could not store the loaded value", key, err)
 		return v, nil // the caller gets its value; nothing is stored
 	}
-	if c.testHookFill != nil {
-		c.testHookFill(key)
-	}
 	t := c.ticket(key)
 	at := time.Now()
 	var filled bool
