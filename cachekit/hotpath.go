@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
-	"github.com/cachekit-io/cachekit-go/internal/codec"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 // Get decodes the value stored under key into dst, a non-nil pointer. It
@@ -189,7 +189,9 @@ func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key
 	if err == nil && !bin {
 		dst = chunked.Append(dst, payload)
 	} else if err == nil {
-		if raw, ok := codec.Bin(payload); ok {
+		// protocol.BytesItem inlines here: the bin or str header parsed
+		// as CheckMsgpack parsed it, with no call on the hit path.
+		if raw, ok := protocol.BytesItem(payload); ok {
 			dst = chunked.Append(dst, raw)
 		} else {
 			err = &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: ErrNotBytes}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/structdec"
-	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 // appendWriter is an io.Writer that appends to a byte slice, so the msgpack
@@ -121,12 +120,4 @@ func Decode(payload []byte, dst any, jsonTags bool) error {
 		return fmt.Errorf("cachekit: decode value: %w", err)
 	}
 	return nil
-}
-
-// Bin returns the body of a payload that is exactly one msgpack bin, or one
-// str (so a value stored from a Go string reads back as bytes too), and
-// true; for any other payload it returns nil and false. The body aliases
-// p: nothing is copied.
-func Bin(p []byte) ([]byte, bool) {
-	return protocol.BytesItem(p)
 }
