@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
@@ -56,10 +54,7 @@ type Client struct {
 
 	// large bounds concurrent large seals and opens
 	// (Options.LargeValueConcurrency); nil: no bound.
-	large *semaphore.Weighted
-	// testHookLarge, when set (by tests, before use), runs each time a
-	// large-work slot is taken, holding it.
-	testHookLarge func()
+	large *chunked.Slots
 
 	rel *guard.Guard      // nil: reliability off
 	swr *swr.State        // nil: SWR off
@@ -106,7 +101,7 @@ func New(opts Options) (*Client, error) {
 		return nil, configErr("DefaultTTL: " + err.Error())
 	}
 	c.maxEntry = c.maxValue + c.maxValue/255 + maxEntryOverhead
-	c.large = largeSlots(opts.LargeValueConcurrency, opts.UnboundedLargeValues)
+	c.large = chunked.NewSlots(opts.LargeValueConcurrency, LargeValueBytes, opts.UnboundedLargeValues)
 	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
 	if c.now == nil {
 		c.now = time.Now

@@ -9,10 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
@@ -246,48 +243,22 @@ func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored [
 // the dev machine).
 const LargeValueBytes = 256 << 10
 
-// largeSlots returns the semaphore bounding concurrent large work for
-// Options.LargeValueConcurrency n, or nil when unbounded.
-func largeSlots(n int, unbounded bool) *semaphore.Weighted {
-	if unbounded {
-		return nil
-	}
-	if n == 0 {
-		n = max(1, runtime.GOMAXPROCS(0)-1)
-	}
-	return semaphore.NewWeighted(int64(n))
+// enterLarge takes a large-work slot (chunked.Slots.Enter) for n bytes of
+// work, deriving the keys first (or waiting for the derivation in flight):
+// a slot is for CPU work, not for waiting on a KeyProvider.
+func (c *Client) enterLarge(ctx context.Context, n int) (held bool, err error) {
+	return c.large.Enter(ctx, n, c.warmLarge)
 }
 
-// enterLarge takes a large-work slot when n bytes of work are large and
-// the Client bounds large work, waiting at most as long as ctx allows. held
-// says whether a slot was taken; leaveLarge(held) gives it back.
-func (c *Client) enterLarge(ctx context.Context, n int) (held bool, err error) {
-	if n < LargeValueBytes || c.large == nil {
-		return false, nil
+func (c *Client) warmLarge(ctx context.Context) error {
+	if c.enc == nil {
+		return nil
 	}
-	if c.enc != nil {
-		// Derive the keys (or wait for the derivation in flight) before
-		// taking a slot: a slot is for CPU work, not for waiting on a
-		// KeyProvider, which would serialize the waits.
-		if err := c.enc.Warm(ctx); err != nil {
-			return false, c.mapErr(err)
-		}
-	}
-	if err := c.large.Acquire(ctx, 1); err != nil {
-		return false, fmt.Errorf("cachekit: waiting to seal or open a large value: %w", err)
-	}
-	if c.testHookLarge != nil {
-		c.testHookLarge()
-	}
-	return true, nil
+	return c.mapErr(c.enc.Warm(ctx))
 }
 
 // leaveLarge gives back the slot enterLarge took, if it took one.
-func (c *Client) leaveLarge(held bool) {
-	if held {
-		c.large.Release(1)
-	}
-}
+func (c *Client) leaveLarge(held bool) { c.large.Leave(held) }
 
 // encodedLenHint is a lower bound of value's encoded length, known without
 // encoding it for the types large values usually have, else 0. It lets a

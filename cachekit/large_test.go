@@ -104,7 +104,7 @@ func TestLargeValueConcurrency(t *testing.T) {
 	mustSet(t, c, "stored", v)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hold sync.Once
-	c.testHookLarge = func() {
+	c.large.Hook = func() {
 		hold.Do(func() { // only the first large operation is held
 			close(entered)
 			<-release
@@ -185,9 +185,14 @@ func TestLargeValueConcurrencyDefault(t *testing.T) {
 			v := largeValue(LargeValueBytes)
 			inside := make(chan struct{}, 8)
 			release := make(chan struct{})
-			c.testHookLarge = func() {
-				inside <- struct{}{}
-				<-release
+			if tc.unbound != (c.large == nil) {
+				t.Fatalf("large-work slots %v with UnboundedLargeValues %v", c.large, tc.unbound)
+			}
+			if c.large != nil {
+				c.large.Hook = func() {
+					inside <- struct{}{}
+					<-release
+				}
 			}
 			const n = 4
 			done := make(chan error, n)

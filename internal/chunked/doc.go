@@ -32,5 +32,9 @@
 //     work in one call each, reporting no piece, for the whole process,
 //     until SetOneShot(false). Only tests and the server benchmark set it;
 //     no library code does.
+//   - At most n jobs of at least the large size hold a Slots slot at once
+//     (n as NewSlots resolved it); a smaller job, or any job on a nil
+//     *Slots, takes none. Enter returns held true only with a slot taken,
+//     which Leave(true) gives back exactly once.
 //   - The package imports nothing of this module.
 package chunked
