@@ -148,7 +148,7 @@ func (c *Client) build(opts Options) error {
 	case opts.RedisURL != "":
 		attempt := guard.DefaultAttemptTimeout
 		if opts.Reliability != nil {
-			attempt = opts.Reliability.config().WithDefaults().AttemptTimeout
+			attempt = guard.Config(*opts.Reliability).WithDefaults().AttemptTimeout
 		}
 		rdb, err := l2.Open(opts.RedisURL, attempt, attempt+guard.TransferTime(c.maxEntry))
 		if err != nil {
@@ -164,7 +164,7 @@ func (c *Client) build(opts Options) error {
 	}
 	c.obs = obs
 	if opts.Reliability != nil {
-		c.rel = guard.New(opts.Reliability.config(), c.guardHooks())
+		c.rel = guard.New(guard.Config(*opts.Reliability), c.guardHooks())
 	}
 	if c.l2 != nil {
 		c.checkInjected()

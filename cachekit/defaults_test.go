@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
 
 // TestReliabilityDefaultsMatchDocs pins every documented default of
@@ -20,7 +22,7 @@ func TestReliabilityDefaultsMatchDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := reflect.ValueOf((&Reliability{}).config().WithDefaults())
+	def := reflect.ValueOf(guard.Config{}.WithDefaults())
 	re := regexp.MustCompile(`Default: ([^ .(]+)`)
 	checked := 0
 	ast.Inspect(f, func(n ast.Node) bool {

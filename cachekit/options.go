@@ -352,8 +352,8 @@ func (o *Options) validate() error {
 		return configErr("Invalidation needs Redis (set Redis or RedisURL, or Invalidation to nil)")
 	}
 	if o.Reliability != nil {
-		if err := o.Reliability.validate(); err != nil {
-			return err
+		if err := guard.Config(*o.Reliability).Validate(); err != nil {
+			return configErr("Reliability " + err.Error())
 		}
 	}
 	if o.SWR != nil {
@@ -456,24 +456,4 @@ type Reliability struct {
 	// fails with ErrOverloaded (never longer than ctx or OperationTimeout
 	// allow). Default: 100ms.
 	MaxWait time.Duration
-}
-
-func (r *Reliability) validate() error {
-	switch {
-	case r.MaxAttempts < 0, r.BreakerThreshold < 0, r.BreakerHalfOpenProbes < 0, r.MaxInFlight < 0:
-		return configErr("Reliability counts must not be negative")
-	case r.RetryBaseDelay < 0, r.RetryMaxDelay < 0, r.AttemptTimeout < 0, r.OperationTimeout < 0,
-		r.BreakerOpenFor < 0, r.BreakerProbeInterval < 0, r.MaxWait < 0:
-		return configErr("Reliability durations must not be negative")
-	}
-	return nil
-}
-
-// config is r as the guard's configuration (defaults applied there).
-func (r *Reliability) config() guard.Config {
-	return guard.Config{FailOpen: r.FailOpen, MaxAttempts: r.MaxAttempts, RetryBaseDelay: r.RetryBaseDelay,
-		RetryMaxDelay: r.RetryMaxDelay, OperationTimeout: r.OperationTimeout, AttemptTimeout: r.AttemptTimeout,
-		BreakerThreshold: r.BreakerThreshold, BreakerProbeInterval: r.BreakerProbeInterval,
-		BreakerOpenFor: r.BreakerOpenFor, BreakerHalfOpenProbes: r.BreakerHalfOpenProbes,
-		DisableBreaker: r.DisableBreaker, MaxInFlight: r.MaxInFlight, MaxWait: r.MaxWait}
 }

@@ -21,7 +21,10 @@ var ErrCircuitOpen = errors.New("cachekit: circuit breaker open")
 var ErrOverloaded = errors.New("cachekit: too many redis operations in flight")
 
 // Config is the reliability stack's settings; cachekit.Reliability
-// documents each field. A zero field takes its default (WithDefaults).
+// documents each field. A zero field takes its default (WithDefaults). It
+// has Reliability's fields, in its order, so cachekit converts one into the
+// other (guard.Config(r)); a field added to one and not the other fails
+// that conversion at compile time.
 type Config struct {
 	FailOpen              bool
 	MaxAttempts           int
@@ -36,6 +39,19 @@ type Config struct {
 	DisableBreaker        bool
 	MaxInFlight           int
 	MaxWait               time.Duration
+}
+
+// Validate reports a negative count or duration, the only values no
+// default replaces.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxAttempts < 0, c.BreakerThreshold < 0, c.BreakerHalfOpenProbes < 0, c.MaxInFlight < 0:
+		return errors.New("counts must not be negative")
+	case c.RetryBaseDelay < 0, c.RetryMaxDelay < 0, c.AttemptTimeout < 0, c.OperationTimeout < 0,
+		c.BreakerOpenFor < 0, c.BreakerProbeInterval < 0, c.MaxWait < 0:
+		return errors.New("durations must not be negative")
+	}
+	return nil
 }
 
 // The defaults of Config's fields (the spec leaves the numbers to each SDK).
