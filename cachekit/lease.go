@@ -104,9 +104,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 				c.stats.leaseWaits.Add(1)
 				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
-			err := c.awaitLease(ctx, wake, wait, left)
-			c.leaseWaits.Remove(key, wake)
-			if err != nil {
+			if err := c.leaseWaits.Await(ctx, key, wake, c.leaseWait(wait, left)); err != nil {
 				return nil, err
 			}
 			continue
@@ -116,26 +114,17 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	return holdAndLoad(ctx, c, key, full, lease, ttl, load)
 }
 
-// awaitLease waits for an invalidation of the key (wake), or for the next
-// look: after wait (backoff) without invalidation, after at most
+// leaseWait is how long a look at a key under another's lease waits for
+// the key's invalidation: wait (the backoff) without invalidation, at most
 // leaseRecheck with it, never past the lease's remaining time left.
-func (c *Client) awaitLease(ctx context.Context, wake chan struct{}, wait, left time.Duration) error {
-	d := wait
+func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
 	if c.inv != nil && c.inv.tracking.Load() {
-		d = leaseRecheck
+		wait = leaseRecheck
 	}
 	if left > 0 {
-		d = min(d, left+time.Millisecond)
+		wait = min(wait, left+time.Millisecond)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-wake:
-	case <-timer.C:
-	}
-	return nil
+	return wait
 }
 
 // holdAndLoad runs the loader while holding lease on full (renewing it

@@ -1,8 +1,10 @@
 package flight
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Waiters wakes callers waiting for a key to change (a GetOrLoad waiting
@@ -44,6 +46,21 @@ func (w *Waiters) Remove(key string, ch chan struct{}) {
 	}
 	w.mu.Unlock()
 	w.n.Add(-1)
+}
+
+// Await waits until the waiter ch of key is woken, d has passed or ctx
+// ends (then it returns ctx.Err()), and removes the waiter.
+func (w *Waiters) Await(ctx context.Context, key string, ch chan struct{}, d time.Duration) error {
+	defer w.Remove(key, ch)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ch:
+	case <-timer.C:
+	}
+	return nil
 }
 
 // Wake wakes key's waiters; every waiter of every key when all is true.
