@@ -120,7 +120,7 @@ func (c *Client) build(opts Options) error {
 	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
-		c.inv = newInvalidator(opts.Invalidation)
+		c.inv = &invalidator{channel: cmp.Or(opts.Invalidation.Channel, DefaultInvalidationChannel)}
 	}
 	if opts.Encryption != nil {
 		m, err := encryption.NewManager(*opts.Encryption)
@@ -168,6 +168,9 @@ func (c *Client) build(opts Options) error {
 	}
 	if c.l2 != nil {
 		c.checkInjected()
+		if c.inv != nil {
+			c.l2.AnnounceWrites(c.inv.channel)
+		}
 	}
 	return c.startInvalidation()
 }

@@ -3,6 +3,8 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,15 +198,51 @@ func TestCoherenceInvalidationSet(t *testing.T) {
 	mustAgree(t, b, raw, "k", "from-b")
 }
 
-func TestCoherenceMessagesNameNoValue(t *testing.T) {
+// TestWritesAnnouncedForEarlierReleases: with Invalidation on, every
+// write path announces the full Redis key of what it wrote on the channel,
+// as "ck1 <source> <key>" (never a value), for Clients that listen there.
+func TestWritesAnnouncedForEarlierReleases(t *testing.T) {
 	t.Parallel()
-	// The pub/sub message kept for earlier releases names the key only.
-	iv := newInvalidator(&Invalidation{})
-	msg := string(iv.message("app:user:1"))
-	if want := invalidationMagic + iv.source + " app:user:1"; msg != want {
-		t.Fatalf("message %q, want %q", msg, want)
+	c, rdb := redisClient(t, Options{KeyPrefix: "app:", L1MaxBytes: 1 << 20, DefaultTTL: time.Minute,
+		Invalidation: &Invalidation{Channel: "inv"}})
+	ps := rdb.Subscribe(bg, "inv")
+	if _, err := ps.Receive(bg); err != nil {
+		t.Fatal(err)
 	}
-	if iv2 := newInvalidator(&Invalidation{}); iv2.source == iv.source {
-		t.Fatal("two clients share a source id")
+	defer ps.Close()
+	mustSet(t, c, "set", "secret")
+	if err := c.MSet(bg, map[string]any{"m1": "secret", "m2": "secret"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.SetIfAbsent(bg, "nx", "secret", time.Minute); !ok || err != nil {
+		t.Fatalf("SetIfAbsent: %v %v", ok, err)
+	}
+	if _, err := GetOrLoad(bg, c, "loaded", func(context.Context) (string, error) { return "secret", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(bg, "set"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(bg, "m1", "m2"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"app:set": 2, "app:m1": 2, "app:m2": 2, "app:nx": 1, "app:loaded": 1}
+	got := map[string]int{}
+	source := ""
+	for n := 0; n < 8; n++ {
+		select {
+		case m := <-ps.Channel():
+			f := strings.Fields(m.Payload)
+			if len(f) != 3 || f[0] != "ck1" || (source != "" && f[1] != source) || strings.Contains(m.Payload, "secret") {
+				t.Fatalf("message %q", m.Payload)
+			}
+			source = f[1]
+			got[f[2]]++
+		case <-time.After(5 * time.Second):
+			t.Fatalf("announced %v, want %v", got, want)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("announced %v, want %v", got, want)
 	}
 }

@@ -2,8 +2,6 @@ package cachekit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,39 +50,18 @@ func (o *Invalidation) validate() error {
 	return nil
 }
 
-// invalidationMagic starts every message: format version 1.
-const invalidationMagic = "ck1 "
-
 // trackingWait bounds how long New waits for tracking to be in place. New
 // returns sooner when Redis refuses the connection; either way L1 stays
 // unused until tracking is up.
 const trackingWait = time.Second
 
 type invalidator struct {
-	channel string
-	source  string // random per Client: "ck1 <source> " prefixes our messages
-	prefix  []byte
+	channel string // writes are announced there (l2.Store.AnnounceWrites)
 	tracker *l2.Tracker
 	// tracking is true while every node is tracked: L1 may be written.
 	tracking atomic.Bool
 
 	received, applied, flushes, losses, publishFailures atomic.Uint64
-}
-
-func newInvalidator(o *Invalidation) *invalidator {
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	iv := &invalidator{channel: o.Channel, source: hex.EncodeToString(id[:])}
-	if iv.channel == "" {
-		iv.channel = DefaultInvalidationChannel
-	}
-	iv.prefix = []byte(invalidationMagic + iv.source + " ")
-	return iv
-}
-
-// message is the invalidation of fullKey: "ck1 <source-id> <full key>".
-func (iv *invalidator) message(fullKey string) []byte {
-	return append(append(make([]byte, 0, len(iv.prefix)+len(fullKey)), iv.prefix...), fullKey...)
 }
 
 // startInvalidation starts tracking when c has both tiers, and waits up to
@@ -157,14 +134,6 @@ func (c *Client) flushL1() {
 		c.swr.ForgetAll()
 	}
 	c.inv.flushes.Add(1)
-}
-
-// publishMsg returns the invalidation message for key, nil when off.
-func (c *Client) publishMsg(key string) []byte {
-	if c.inv == nil {
-		return nil
-	}
-	return c.inv.message(c.fullKey(key))
 }
 
 // InvalidationStats is a snapshot of the invalidation counters.

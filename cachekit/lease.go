@@ -159,12 +159,8 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 	at := time.Now()
 	var filled bool
 	err = c.redis(ctx, "set", len(stored), func(ctx context.Context) error {
-		channel, msg := "", []byte(nil)
-		if c.inv != nil {
-			channel, msg = c.inv.channel, c.publishMsg(key)
-		}
 		var err error
-		filled, err = c.l2.Fill(ctx, full, lease, stored, ttl, channel, msg)
+		filled, err = c.l2.Fill(ctx, full, lease, stored, ttl)
 		return err
 	})
 	switch {
@@ -315,7 +311,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	}
 	var items []l2.Item
 	var itemLeases []string
-	var msgs [][]byte
 	var at, unused []int
 	var fillTickets []ticket
 	for _, i := range mine {
@@ -332,9 +327,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		}
 		items = append(items, l2.Item{Key: fulls[i], Value: stored, TTL: ttl})
 		itemLeases = append(itemLeases, leases[i])
-		if c.inv != nil {
-			msgs = append(msgs, c.publishMsg(keys[i]))
-		}
 		at = append(at, i)
 		fillTickets = append(fillTickets, c.ticket(keys[i]))
 	}
@@ -342,12 +334,8 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	if len(items) == 0 {
 		return res, nil
 	}
-	channel := ""
-	if c.inv != nil {
-		channel = c.inv.channel
-	}
 	fillAt := time.Now()
-	done, ferrs := c.l2.FillMany(ctx, items, itemLeases, channel, msgs)
+	done, ferrs := c.l2.FillMany(ctx, items, itemLeases)
 	for j, i := range at {
 		switch {
 		case ferrs[j] != nil:

@@ -11,10 +11,11 @@ import (
 )
 
 // Delete removes keys from L2 and then from L1, whatever L2 answered, so
-// this process never serves a deleted value from L1. Several keys go to
-// Redis in one round trip (one DEL per hash slot on a cluster), plus one for
-// their invalidation messages when Options.Invalidation is on. Deleting a
-// key that is not cached is not an error.
+// this process never serves a deleted value from L1. The keys go to Redis
+// in one round trip (a pipeline with a DEL per key), which also carries
+// their invalidation messages when Options.Invalidation is on (they follow
+// in a second round trip on a cluster). Deleting a key that is not cached
+// is not an error.
 func (c *Client) Delete(ctx context.Context, keys ...string) error {
 	_, err := c.deleteCounted(ctx, keys)
 	return err
@@ -45,46 +46,24 @@ func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 	var n int64
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
+		full := make([]string, len(keys))
+		for i, k := range keys {
+			full[i] = c.fullKey(k)
+		}
 		err = c.redis(ctx, "del", 0, func(ctx context.Context) error {
 			var err error
-			n, err = c.deleteL2(ctx, keys)
+			n, err = c.l2.Delete(ctx, full...) // announced with Options.Invalidation
 			return err
 		})
-		if isPublishErr(err) { // one key: its DEL went, with its PUBLISH beside it
+		if isPublishErr(err) { // the DELs went; their announcement did not
 			c.publishFailed("Delete", keys, err)
 			err = nil
-		}
-		if err == nil && len(keys) > 1 {
-			c.publish(ctx, "Delete", keys...)
 		}
 	}
 	for _, k := range keys {
 		c.dropL1(k)
 	}
 	return n, err
-}
-
-// deleteL2 sends Delete's DELs and returns how many keys held an entry (a
-// lease is deleted but not counted): for one key, DEL (and, with
-// invalidation, its PUBLISH in the same round trip); for several, one DEL
-// per key in one pipeline (Delete publishes them after).
-func (c *Client) deleteL2(ctx context.Context, keys []string) (int64, error) {
-	if len(keys) == 1 {
-		full := c.fullKey(keys[0])
-		if c.inv == nil {
-			return c.l2.Delete(ctx, full)
-		}
-		ok, err := c.l2.DeletePublish(ctx, full, c.inv.channel, c.publishMsg(keys[0]))
-		if ok {
-			return 1, err
-		}
-		return 0, err
-	}
-	full := make([]string, len(keys))
-	for i, k := range keys {
-		full[i] = c.fullKey(k)
-	}
-	return c.l2.Delete(ctx, full...)
 }
 
 // Touch sets the time to live of key to ttl (Redis PEXPIRE) without

@@ -63,11 +63,11 @@ func (c *Client) publish(ctx context.Context, after string, keys ...string) {
 	if c.inv == nil || len(keys) == 0 {
 		return
 	}
-	msgs := make([][]byte, len(keys))
+	full := make([]string, len(keys))
 	for i, k := range keys {
-		msgs[i] = c.publishMsg(k)
+		full[i] = c.fullKey(k)
 	}
-	err := c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Publish(ctx, c.inv.channel, msgs...) })
+	err := c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Announce(ctx, full...) })
 	c.publishFailed(after, keys, err)
 }
 
@@ -209,7 +209,7 @@ func errLoaderPanic(r any) error {
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // isPublishErr reports whether err is the failure of an invalidation
-// publish sent beside a write (SetPublish, DeletePublish): the write
+// sent beside a write (l2.Store.AnnounceWrites: Set, Delete): the write
 // itself succeeded.
 func isPublishErr(err error) bool {
 	var be *BackendError

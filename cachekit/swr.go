@@ -144,12 +144,8 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 	}
 	var swapped bool
 	err = c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
-		channel, msg := "", []byte(nil)
-		if c.inv != nil {
-			channel, msg = c.inv.channel, c.publishMsg(key)
-		}
 		var err error
-		swapped, err = c.l2.SetIfDigest(ctx, c.fullKey(key), l2.Digest(served), stored, ttl, channel, msg)
+		swapped, err = c.l2.SetIfDigest(ctx, c.fullKey(key), l2.Digest(served), stored, ttl)
 		return err
 	})
 	if err != nil {

@@ -92,10 +92,7 @@ func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration
 func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
 	full := c.fullKey(key)
 	err := c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
-		if c.inv == nil {
-			return c.l2.Set(ctx, full, stored, ttl)
-		}
-		return c.l2.SetPublish(ctx, full, stored, ttl, c.inv.channel, c.publishMsg(key))
+		return c.l2.Set(ctx, full, stored, ttl) // announced with Options.Invalidation
 	})
 	if isPublishErr(err) {
 		c.publishFailed("Set", []string{key}, err)

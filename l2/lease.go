@@ -189,27 +189,24 @@ func intAt(reply []any, i int) (int64, bool) {
 }
 
 // Fill stores val under key for ttl only while key still holds lease, and
-// reports whether it did; with channel set, the same script publishes msg
-// on it after storing. A key written, deleted, expired or evicted since
+// reports whether it did; when the Store announces writes
+// (AnnounceWrites), the same script announces key after storing it. A key written, deleted, expired or evicted since
 // the lease was planted keeps what it has.
-func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration, channel string, msg []byte) (bool, error) {
+func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), channel, msg)
+	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), s.channel, s.announcement(key))
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
 // (sent with EVAL, so it needs no script cache and works on a cluster for
 // keys in different slots). done[i] reports whether item i was stored;
 // errs[i] is its error.
-func (s *Store) FillMany(ctx context.Context, items []Item, leases []string, channel string, msgs [][]byte) (done []bool, errs []error) {
+func (s *Store) FillMany(ctx context.Context, items []Item, leases []string) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "mset", fillScript, len(items), func(i int) (string, []any) {
-		var msg []byte
-		if msgs != nil {
-			msg = msgs[i]
-		}
-		return items[i].Key, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), channel, msg}
+		k := items[i].Key
+		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), s.channel, s.announcement(k)}
 	})
 	return eachDone("mset", len(items), cmds, err)
 }
@@ -294,13 +291,13 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 
 // SetIfDigest stores val under key for ttl only while key holds bytes
 // whose Digest is digest (a refresh of the entry the caller read, which
-// any write since then makes a no-op), and reports whether it did; channel
-// and msg are as for Fill.
-func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte, ttl time.Duration, channel string, msg []byte) (bool, error) {
+// any write since then makes a no-op), and reports whether it did; it
+// announces key as Fill does.
+func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), channel, msg)
+	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), s.channel, s.announcement(key))
 }
 
 // dropLeases turns every lease placeholder in vals into nil (missing).

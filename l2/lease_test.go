@@ -27,7 +27,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	if st, _, left, err := f.store.Acquire(bg, "k", b, time.Minute, ""); err != nil || st != LeaseHeld || left <= 0 {
 		t.Fatalf("second Acquire = %v %v, %v", st, left, err)
 	}
-	if ok, err := f.store.Fill(bg, "k", b, []byte("other's"), time.Minute, "", nil); ok || err != nil {
+	if ok, err := f.store.Fill(bg, "k", b, []byte("other's"), time.Minute); ok || err != nil {
 		t.Fatalf("Fill with another's lease = %v, %v", ok, err)
 	}
 	if ok, err := f.store.Renew(bg, "k", a, 2*time.Minute); !ok || err != nil {
@@ -36,10 +36,10 @@ func TestLeaseLifecycle(t *testing.T) {
 	if d, _ := f.rdb.PTTL(bg, "k").Result(); d <= time.Minute {
 		t.Fatalf("renewed lease has %v left", d)
 	}
-	if ok, err := f.store.Fill(bg, "k", a, []byte("value"), time.Minute, "", nil); !ok || err != nil {
+	if ok, err := f.store.Fill(bg, "k", a, []byte("value"), time.Minute); !ok || err != nil {
 		t.Fatalf("Fill = %v, %v", ok, err)
 	}
-	if ok, _ := f.store.Fill(bg, "k", a, []byte("again"), time.Minute, "", nil); ok {
+	if ok, _ := f.store.Fill(bg, "k", a, []byte("again"), time.Minute); ok {
 		t.Fatal("a lease filled twice")
 	}
 	if ok, _ := f.store.Renew(bg, "k", a, time.Minute); ok {
@@ -68,7 +68,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	// A Fill after the lease expired, was deleted or overwritten stores nothing.
 	_, _, _, _ = f.store.Acquire(bg, "k", a, time.Minute, "")
 	f.rdb.Del(bg, "k")
-	if ok, _ := f.store.Fill(bg, "k", a, []byte("late"), time.Minute, "", nil); ok {
+	if ok, _ := f.store.Fill(bg, "k", a, []byte("late"), time.Minute); ok {
 		t.Fatal("Fill after DEL stored")
 	}
 	if n, _ := f.rdb.Exists(bg, "k").Result(); n != 0 {
@@ -87,17 +87,17 @@ func TestSetIfDigest(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.rdb.Set(bg, "k", "v1", time.Minute)
-	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v0")), []byte("v2"), time.Minute, "", nil); ok || err != nil {
+	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v0")), []byte("v2"), time.Minute); ok || err != nil {
 		t.Fatalf("SetIfDigest with a stale digest = %v, %v", ok, err)
 	}
-	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v1")), []byte("v2"), time.Minute, "", nil); !ok || err != nil {
+	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v1")), []byte("v2"), time.Minute); !ok || err != nil {
 		t.Fatalf("SetIfDigest = %v, %v", ok, err)
 	}
 	if v, _ := f.rdb.Get(bg, "k").Result(); v != "v2" {
 		t.Fatalf("redis holds %q", v)
 	}
 	f.rdb.Del(bg, "k")
-	if ok, _ := f.store.SetIfDigest(bg, "k", Digest([]byte("v2")), []byte("v3"), time.Minute, "", nil); ok {
+	if ok, _ := f.store.SetIfDigest(bg, "k", Digest([]byte("v2")), []byte("v3"), time.Minute); ok {
 		t.Fatal("SetIfDigest brought a deleted key back")
 	}
 }

@@ -2,7 +2,8 @@ package l2
 
 import (
 	"context"
-	"time"
+	"crypto/rand"
+	"encoding/hex"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,31 +36,65 @@ func (s *Store) Publish(ctx context.Context, channel string, msgs ...[]byte) err
 	return nil
 }
 
-// SetPublish stores val under key like Set and then publishes msg on
-// channel. On a standalone or failover client both commands travel in one
-// pipelined round trip; on a cluster client they are sent one after the
-// other. A failed SET is reported as a *BackendError with Op "set" (and
-// nothing is published); a SET that succeeded followed by a failed PUBLISH
-// is reported with Op "publish", so callers can tell the value was stored.
-func (s *Store) SetPublish(ctx context.Context, key string, val []byte, ttl time.Duration, channel string, msg []byte) error {
-	if err := s.check("set"); err != nil {
-		return err
+// invalidationMagic starts every announcement: format version 1.
+const invalidationMagic = "ck1 "
+
+// AnnounceWrites makes the Store announce every key it writes on channel,
+// for Clients of earlier releases that listen there: Set, Delete, Fill,
+// FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
+// per Store; the key is the Redis key, already stored in that Redis in the
+// clear; values never travel) in the same round trip or script where they
+// can. MSet, the conditional sets and the TTL changes do not: their callers
+// announce what they wrote with Announce. A write whose
+// announcement failed reports a *BackendError with Op "publish": the write
+// itself went through. Call it before the Store is used.
+func (s *Store) AnnounceWrites(channel string) {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	s.channel = channel
+	s.source = []byte(invalidationMagic + hex.EncodeToString(id[:]) + " ")
+}
+
+// announcement returns the message announcing key, nil when the Store does
+// not announce.
+func (s *Store) announcement(key string) []byte {
+	if s.channel == "" {
+		return nil
 	}
-	if ttl <= 0 {
-		return ErrInvalidTTL
+	return append(append(make([]byte, 0, len(s.source)+len(key)), s.source...), key...)
+}
+
+// Announce publishes the announcement of each key (one pipelined round
+// trip for several); it does nothing when the Store does not announce.
+func (s *Store) Announce(ctx context.Context, keys ...string) error {
+	if s.channel == "" {
+		return nil
 	}
-	set := setCmd(ctx, key, val, ttl)
+	msgs := make([][]byte, len(keys))
+	for i, k := range keys {
+		msgs[i] = s.announcement(k)
+	}
+	return s.Publish(ctx, s.channel, msgs...)
+}
+
+// setPublish is Set announcing key: on a standalone or failover client
+// SET and PUBLISH travel in one pipelined round trip; on a cluster client
+// they are sent one after the other. A failed SET is reported with Op
+// "set" (and nothing is published); a SET that succeeded followed by a
+// failed PUBLISH with Op "publish".
+func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string) error {
+	msg := s.announcement(key)
 	if s.cluster != nil {
 		_ = s.rdb.Process(ctx, set)
 		if err := set.Err(); err != nil {
 			return fail("set", err)
 		}
-		return fail("publish", s.rdb.Publish(ctx, channel, msg).Err())
+		return fail("publish", s.rdb.Publish(ctx, s.channel, msg).Err())
 	}
 	var pub *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		_ = p.Process(ctx, set)
-		pub = p.Publish(ctx, channel, msg)
+		pub = p.Publish(ctx, s.channel, msg)
 		return nil
 	})
 	if err := set.Err(); err != nil {
@@ -68,25 +103,30 @@ func (s *Store) SetPublish(ctx context.Context, key string, val []byte, ttl time
 	return fail("publish", pub.Err())
 }
 
-// DeletePublish removes key like Delete and then publishes msg on channel,
-// in one round trip on a standalone client. It returns whether the key
-// existed. Errors are reported as for SetPublish, with Op "del" or
-// "publish".
-func (s *Store) DeletePublish(ctx context.Context, key, channel string, msg []byte) (bool, error) {
-	if err := s.check("del"); err != nil {
-		return false, err
-	}
+// deletePublish is Delete announcing keys: in the DELs' pipeline on a
+// standalone or failover client, after them on a cluster client. Errors
+// are reported as for setPublish, with Op "del" or "publish".
+func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error) {
 	if s.cluster != nil {
-		n, err := s.deleteCounted(ctx, []string{key}, nil)
+		n, err := s.deleteCounted(ctx, keys, nil)
 		if err != nil {
-			return false, fail("del", err)
+			return n, fail("del", err)
 		}
-		return n > 0, fail("publish", s.rdb.Publish(ctx, channel, msg).Err())
+		return n, fail("publish", s.Announce(ctx, keys...))
 	}
-	var pub *redis.IntCmd
-	n, err := s.deleteCounted(ctx, []string{key}, func(p redis.Pipeliner) { pub = p.Publish(ctx, channel, msg) })
+	pubs := make([]*redis.IntCmd, len(keys))
+	n, err := s.deleteCounted(ctx, keys, func(p redis.Pipeliner) {
+		for i, k := range keys {
+			pubs[i] = p.Publish(ctx, s.channel, s.announcement(k))
+		}
+	})
 	if err != nil {
-		return false, fail("del", err)
+		return n, fail("del", err)
 	}
-	return n > 0, fail("publish", pub.Err())
+	for _, c := range pubs {
+		if err := c.Err(); err != nil {
+			return n, fail("publish", err)
+		}
+	}
+	return n, nil
 }

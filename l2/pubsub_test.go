@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,37 +34,59 @@ func subscribed(t *testing.T, f *fixture) <-chan *redis.Message {
 	return ps.Channel()
 }
 
-func TestSetPublishDeletePublish(t *testing.T) {
+// TestAnnouncedWrites: a Store that announces writes sends "ck1 <source>
+// <key>" for a Set (in its round trip), a Delete of one key and of two, a
+// Fill, and Announce; never a value; each Store has its own source.
+func TestAnnouncedWrites(t *testing.T) {
 	f := setup(t)
+	f.store.AnnounceWrites("inv")
 	in := subscribed(t, f)
 	f.hook.reset()
-	if err := f.store.SetPublish(bg, "k", []byte("v"), time.Minute, "inv", []byte("m1")); err != nil {
+	if err := f.store.Set(bg, "k", []byte("secret"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	f.hook.want(t, 0, 1) // SET and PUBLISH in one pipelined round trip
-	if got, _ := f.store.Get(bg, "k"); string(got) != "v" {
+	if got, _ := f.store.Get(bg, "k"); string(got) != "secret" {
 		t.Fatalf("value: %q", got)
 	}
-	existed, err := f.store.DeletePublish(bg, "k", "inv", []byte("m2"))
-	if err != nil || !existed {
-		t.Fatalf("DeletePublish: %v %v", existed, err)
+	if n, err := f.store.Delete(bg, "k"); err != nil || n != 1 {
+		t.Fatalf("Delete: %d %v", n, err)
 	}
-	if err := f.store.Publish(bg, "inv", []byte("m3"), []byte("m4")); err != nil {
+	if _, err := f.store.Delete(bg, "a", "b"); err != nil {
 		t.Fatal(err)
 	}
+	lease := NewLease()
+	if st, _, _, err := f.store.Acquire(bg, "f", lease, time.Minute, ""); err != nil || st != LeaseAcquired {
+		t.Fatalf("Acquire: %v %v", st, err)
+	}
+	if ok, err := f.store.Fill(bg, "f", lease, []byte("secret"), time.Minute); !ok || err != nil {
+		t.Fatalf("Fill: %v %v", ok, err)
+	}
+	if err := f.store.Announce(bg, "x", "y"); err != nil {
+		t.Fatal(err)
+	}
+	src := string(f.store.source)
 	var m []string
-	for len(m) < 4 {
+	for len(m) < 7 {
 		select {
 		case msg := <-in:
-			m = append(m, msg.Payload)
+			if !strings.HasPrefix(msg.Payload, src) || strings.Contains(msg.Payload, "secret") {
+				t.Fatalf("message %q (source %q)", msg.Payload, src)
+			}
+			m = append(m, strings.TrimPrefix(msg.Payload, src))
 		case <-time.After(5 * time.Second):
 			t.Fatalf("messages: %v", m)
 		}
 	}
-	if fmt.Sprint(m) != "[m1 m2 m3 m4]" {
-		t.Fatalf("messages: %v", m)
+	if fmt.Sprint(m) != "[k k a b f x y]" {
+		t.Fatalf("keys announced: %v", m)
 	}
-	if err := f.store.SetPublish(bg, "k", []byte("v"), 0, "inv", nil); !errors.Is(err, ErrInvalidTTL) {
+	other := New(f.store.Client())
+	other.AnnounceWrites("inv")
+	if !strings.HasPrefix(src, invalidationMagic) || string(other.source) == src {
+		t.Fatalf("sources %q and %q", src, other.source)
+	}
+	if err := f.store.Set(bg, "k", []byte("v"), 0); !errors.Is(err, ErrInvalidTTL) {
 		t.Fatalf("zero TTL: %v", err)
 	}
 }

@@ -21,6 +21,9 @@ type Store struct {
 	// reloaded is when RefreshTopology last asked for a slot-map reload
 	// (UnixNano).
 	reloaded atomic.Int64
+	// channel and source announce writes (AnnounceWrites); "" and nil: off.
+	channel string
+	source  []byte
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
@@ -247,7 +250,8 @@ func (s *Store) getTTL(ctx context.Context, key string, read func(redis.Pipeline
 
 // Set stores val under key with SET PX. ttl must be positive (else
 // ErrInvalidTTL, and nothing is sent); it is truncated to whole
-// milliseconds, and a ttl under 1ms becomes 1ms.
+// milliseconds, and a ttl under 1ms becomes 1ms. A Store that announces
+// writes (AnnounceWrites) announces key with it.
 func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
 	if err := s.check("set"); err != nil {
 		return err
@@ -256,6 +260,9 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 		return ErrInvalidTTL
 	}
 	cmd := setCmd(ctx, key, val, ttl)
+	if s.channel != "" {
+		return s.setPublish(ctx, cmd, key)
+	}
 	_ = s.rdb.Process(ctx, cmd)
 	return fail("set", cmd.Err())
 }
@@ -263,13 +270,17 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 // Delete removes keys and returns how many held an entry (a key under a
 // lease is removed, which voids the lease, but not counted): one pipeline
 // of each key's lease probe and DEL (single-key commands, so a cluster
-// client routes each to its node in the same round trip).
+// client routes each to its node in the same round trip). A Store that
+// announces writes announces keys with it.
 func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
 	}
 	if len(keys) == 0 {
 		return 0, nil
+	}
+	if s.channel != "" {
+		return s.deletePublish(ctx, keys)
 	}
 	n, err := s.deleteCounted(ctx, keys, nil)
 	return n, fail("del", err)
