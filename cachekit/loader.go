@@ -242,18 +242,9 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	token := hex.EncodeToString(tok[:])
 	noop := func() {}
 	var ok bool
-	attempts := 0
 	err := c.rel.Do(ctx, "lock", func(ctx context.Context) error {
-		attempts++
 		var err error
-		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
-		if err == nil && !ok && attempts > 1 {
-			// The lock may be ours: taken by the attempt before, whose
-			// reply was lost.
-			if cur, gerr := c.l2.Get(ctx, lockKey); gerr == nil && string(cur) == token {
-				ok = true
-			}
-		}
+		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL) // a retry finds its own token
 		return err
 	})
 	if err != nil {

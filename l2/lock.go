@@ -18,9 +18,11 @@ return 0
 `)
 
 // TryLock tries to take the distributed lock lockKey for ttl, marking it
-// with token (which must be unique to the caller), using SET NX PX. It
-// returns true when the lock was taken and false when someone holds it. The
-// lock expires after ttl unless released earlier with Unlock. ttl must be
+// with token (which must be unique to the caller): SET NX PX and a GET in
+// one pipelined round trip. It returns true when lockKey holds token after
+// it (taken now, or by an earlier call with the same token whose reply was
+// lost, so a retry is safe) and false when someone else holds it. The lock
+// expires after ttl unless released earlier with Unlock. ttl must be
 // positive (else ErrInvalidTTL); it is truncated to milliseconds, at least
 // 1ms.
 func (s *Store) TryLock(ctx context.Context, lockKey, token string, ttl time.Duration) (bool, error) {
@@ -30,13 +32,21 @@ func (s *Store) TryLock(ctx context.Context, lockKey, token string, ttl time.Dur
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	cmd := redis.NewBoolCmd(ctx, "set", lockKey, token, "px", pxMillis(ttl), "nx")
-	_ = s.rdb.Process(ctx, cmd)
-	ok, err := cmd.Result()
-	if err != nil {
+	set := redis.NewBoolCmd(ctx, "set", lockKey, token, "px", pxMillis(ttl), "nx")
+	var get *redis.StringCmd
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_ = p.Process(ctx, set)
+		get = p.Get(ctx, lockKey)
+		return nil
+	})
+	if err := set.Err(); err != nil && err != redis.Nil {
 		return false, fail("lock", err)
 	}
-	return ok, nil
+	held, err := get.Result()
+	if err != nil && err != redis.Nil {
+		return false, fail("lock", err)
+	}
+	return held == token, nil
 }
 
 // Unlock releases lockKey if, and only if, it still holds token; it returns
