@@ -184,21 +184,6 @@ type RawEntry struct {
 	TTL    time.Duration // remaining time to live; 0: no expiry
 }
 
-// scanKeys walks the keys under this Client's prefix matching pattern,
-// from cursor, and calls fn with each batch of full keys (possibly none)
-// and the cursor to resume from after it.
-func (c *Client) scanKeys(ctx context.Context, pattern string, cursor uint64, fn func(full []string, next uint64) error) error {
-	return c.l2.ScanFrom(ctx, l2.GlobEscape(c.prefix)+pattern, rawBatch, cursor, func(keys []string, next uint64) error {
-		mine := keys[:0:0]
-		for _, k := range keys {
-			if strings.HasPrefix(k, c.prefix) {
-				mine = append(mine, k)
-			}
-		}
-		return fn(mine, next)
-	})
-}
-
 // Scan walks Redis for the keys matching pattern (a Redis glob, matched
 // after Options.KeyPrefix, which is matched literally; on a cluster client,
 // every master) and calls fn with each batch of entries, about 500 at a
@@ -230,7 +215,7 @@ func (r Raw) ScanFrom(ctx context.Context, pattern string, cursor uint64, fn fun
 	if c.l2 == nil {
 		return nil
 	}
-	return c.scanKeys(ctx, pattern, cursor, func(keys []string, next uint64) error {
+	return c.l2.ScanFrom(ctx, c.prefix, pattern, rawBatch, cursor, func(keys []string, next uint64) error {
 		var batch []RawEntry
 		if len(keys) > 0 {
 			vals, ttls, other, err := c.l2.ReadRaw(ctx, keys)
@@ -265,7 +250,7 @@ func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) 
 		return 0, nil
 	}
 	var deleted int64
-	err := c.scanKeys(ctx, pattern, 0, func(keys []string, _ uint64) error {
+	err := c.l2.ScanFrom(ctx, c.prefix, pattern, rawBatch, 0, func(keys []string, _ uint64) error {
 		if len(keys) == 0 {
 			return nil
 		}

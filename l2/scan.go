@@ -23,15 +23,24 @@ func (s *Store) Scan(ctx context.Context, pattern string, count int64, fn func(k
 	})
 }
 
-// ScanFrom is Scan starting at cursor (0: the beginning), for resuming a
-// walk: fn also receives the cursor to resume from once it has handled
-// the keys (0 after the last batch). A cluster client has one cursor per
-// master, so on one ScanFrom refuses a nonzero cursor.
-func (s *Store) ScanFrom(ctx context.Context, pattern string, count int64, cursor uint64, fn func(keys []string, next uint64) error) error {
+// ScanFrom walks the keys that start with prefix (taken literally) and
+// match pattern after it, from cursor (0: the beginning), for resuming a
+// walk: fn receives each batch (possibly none) and the cursor to resume
+// from once it has handled it (0 after the last batch). A cluster client
+// has one cursor per master, so on one ScanFrom refuses a nonzero cursor.
+func (s *Store) ScanFrom(ctx context.Context, prefix, pattern string, count int64, cursor uint64, fn func(keys []string, next uint64) error) error {
 	if cursor != 0 && s.cluster != nil {
 		return fail("scan", errors.New("a cursor resumes a walk of one server, not of a cluster"))
 	}
-	return s.scan(ctx, pattern, count, cursor, fn)
+	return s.scan(ctx, globEscape(prefix)+pattern, count, cursor, func(keys []string, next uint64) error {
+		mine := keys[:0:0]
+		for _, k := range keys {
+			if strings.HasPrefix(k, prefix) {
+				mine = append(mine, k)
+			}
+		}
+		return fn(mine, next)
+	})
 }
 
 func (s *Store) scan(ctx context.Context, pattern string, count int64, start uint64, fn func(keys []string, next uint64) error) error {
@@ -149,9 +158,9 @@ func (s *Store) Unlink(ctx context.Context, keys ...string) (int64, error) {
 	return sumDeleted(cmds)
 }
 
-// GlobEscape escapes the characters SCAN MATCH treats as pattern syntax,
+// globEscape escapes the characters SCAN MATCH treats as pattern syntax,
 // so a literal (a key prefix) matches only itself.
-func GlobEscape(s string) string {
+func globEscape(s string) string {
 	if !strings.ContainsAny(s, `*?[]\`) {
 		return s
 	}

@@ -2,6 +2,7 @@ package l2
 
 import (
 	"fmt"
+	"sort"
 	"slices"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestScanStopsAndNodeReads(t *testing.T) {
 	if err := cs.Scan(bg, "u:*", 10, func([]string) error { calls++; return stop }); err != stop || calls != 1 {
 		t.Fatalf("Scan = %v after %d calls; want stop after 1", err, calls)
 	}
-	if err := cs.ScanFrom(bg, "u:*", 10, 42, func([]string, uint64) error { return nil }); err == nil {
+	if err := cs.ScanFrom(bg, "", "u:*", 10, 42, func([]string, uint64) error { return nil }); err == nil {
 		t.Fatal("ScanFrom with a cursor on a cluster client did not refuse")
 	}
 	node := redis.NewClient(&redis.Options{Addr: cl.Addrs()[0]})
@@ -147,5 +148,25 @@ func TestScanStopsAndNodeReads(t *testing.T) {
 	}
 	if n, err := ns.Unlink(bg, keys...); err != nil || n != int64(len(keys)) {
 		t.Fatalf("Unlink on one node = %d, %v; want %d", n, err, len(keys))
+	}
+}
+
+// TestScanFromPrefixIsLiteral: a prefix holding SCAN's pattern syntax
+// matches only itself, and only keys under it reach fn.
+func TestScanFromPrefixIsLiteral(t *testing.T) {
+	f := setup(t)
+	for _, k := range []string{`a*[\x`, `a*[\y`, "abx", `a*x`, "other"} {
+		if err := f.store.Set(bg, k, []byte("v"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	err := f.store.ScanFrom(bg, `a*[\`, "*", 100, 0, func(keys []string, _ uint64) error {
+		got = append(got, keys...)
+		return nil
+	})
+	sort.Strings(got)
+	if err != nil || fmt.Sprint(got) != `[a*[\x a*[\y]` {
+		t.Fatalf("ScanFrom = %q, %v", got, err)
 	}
 }
