@@ -2,8 +2,8 @@ package l2
 
 import (
 	"fmt"
-	"sort"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
