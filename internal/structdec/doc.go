@@ -21,4 +21,16 @@
 // invisible to this package; each destination type is therefore probed once,
 // against msgpack.Unmarshal, when its plan is built (see probe.go), and a
 // type whose probe differs is left to msgpack.
+//
+// # Invariants
+//
+//   - Decode(data, dst) true leaves dst exactly as msgpack.Unmarshal(data,
+//     dst) would; false means msgpack must run, and every field Decode wrote
+//     is one msgpack rewrites with the same value.
+//   - A destination type is planned and probed once; a type whose probe
+//     against msgpack.Unmarshal differs is never decoded here.
+//   - Decode allocates only what the decoded value owns (its strings and
+//     slices), never more elements than the data declares.
+//   - Decode never panics on any data: malformed, truncated or hostile
+//     input reports false (the fuzz and robustness tests hold it to this).
 package structdec
