@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/testenv"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
 type tagged struct {
@@ -88,22 +89,25 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 }
 
-func TestBin(t *testing.T) {
+// TestBytesItemReadsAppend: the bytes read path (protocol.BytesItem, which
+// AppendValue inlines) takes what Append writes for a []byte and for a
+// string, aliasing the payload, and nothing else.
+func TestBytesItemReadsAppend(t *testing.T) {
 	bin, _ := Append(nil, []byte("abc"), false)
 	str, _ := Append(nil, "abc", false)
 	for _, p := range [][]byte{bin, str} {
-		body, ok := Bin(p)
+		body, ok := protocol.BytesItem(p)
 		if !ok || string(body) != "abc" {
-			t.Fatalf("Bin(% x) = %q, %v", p, body, ok)
+			t.Fatalf("BytesItem(% x) = %q, %v", p, body, ok)
 		}
 		if &body[0] != &p[len(p)-3] {
-			t.Fatalf("Bin(% x) copied its body; it must alias the payload", p)
+			t.Fatalf("BytesItem(% x) copied its body; it must alias the payload", p)
 		}
 	}
 	num, _ := Append(nil, 7, false)
 	for _, p := range [][]byte{nil, num, append(bin[:len(bin):len(bin)], 0xc0)} {
-		if body, ok := Bin(p); ok || body != nil {
-			t.Fatalf("Bin(% x) = %q, %v; want nil, false", p, body, ok)
+		if body, ok := protocol.BytesItem(p); ok || body != nil {
+			t.Fatalf("BytesItem(% x) = %q, %v; want nil, false", p, body, ok)
 		}
 	}
 }
