@@ -1,0 +1,114 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+var bg = context.Background()
+
+// TestOpsTable: every operation has a span name under "cachekit." and a
+// metric op; span names are unique.
+func TestOpsTable(t *testing.T) {
+	seen := map[string]bool{}
+	for op := range numOps {
+		row := ops[op]
+		if !strings.HasPrefix(row.span, "cachekit.") || row.metric == "" || seen[row.span] {
+			t.Fatalf("op %d: row %+v", op, row)
+		}
+		seen[row.span] = true
+	}
+}
+
+// TestNilObserver: without providers New returns nil, and a nil Observer
+// returns ctx unchanged, no Call, and records nothing without panicking.
+func TestNilObserver(t *testing.T) {
+	o, err := New(Config{})
+	if o != nil || err != nil {
+		t.Fatalf("New without providers = %v, %v", o, err)
+	}
+	ctx, oc := o.Begin(bg, OpGet, "k", 1)
+	if ctx != bg || oc != nil || o.Tracing() {
+		t.Fatal("a nil Observer started something")
+	}
+	o.End(ctx, oc, Result{Tier: L1}, nil)
+	o.Event(ctx, "e")
+	o.OpenFailed(ctx, L1, errors.New("x"))
+	o.Retry(ctx)
+	o.Close()
+}
+
+// TestSpanAndMetric: one read hit records a span named by the table with
+// the key's digest (never the key), tier, outcome and hit, and one
+// operation metric point with op, tier and outcome; a failure records its
+// class as error.type.
+func TestSpanAndMetric(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	reader := sdkmetric.NewManualReader()
+	o, err := New(Config{
+		Tracer:   sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		Digest:   func(string) string { return "digest" },
+		Classify: func(error) (Outcome, Class) { return Failed, Redis },
+		Snapshot: func() Snapshot { return Snapshot{} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx, oc := o.Begin(bg, OpGetBytes, "secret-key", 1)
+	o.End(ctx, oc, Result{Tier: L1, Size: 3}, nil)
+	ctx, oc = o.Begin(bg, OpSet, "secret-key", 1)
+	o.End(ctx, oc, Result{Tier: L2}, errors.New("down"))
+	spans := rec.Ended()
+	if len(spans) != 2 || spans[0].Name() != "cachekit.GetBytes" || spans[1].Name() != "cachekit.Set" {
+		t.Fatalf("spans %v", spans)
+	}
+	got := map[string]string{}
+	for _, s := range spans {
+		for _, kv := range s.Attributes() {
+			if strings.Contains(kv.Value.Emit(), "secret") {
+				t.Fatalf("span %s carries the key: %v", s.Name(), kv)
+			}
+			got[s.Name()+" "+string(kv.Key)] = kv.Value.Emit()
+		}
+	}
+	for k, v := range map[string]string{"cachekit.GetBytes cachekit.key_digest": "digest", "cachekit.GetBytes cachekit.tier": "l1",
+		"cachekit.GetBytes cachekit.outcome": "hit", "cachekit.GetBytes cachekit.hit": "true",
+		"cachekit.Set error.type": "redis", "cachekit.Set cachekit.outcome": "error"} {
+		if got[k] != v {
+			t.Fatalf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(bg, &rm); err != nil {
+		t.Fatal(err)
+	}
+	points := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok || m.Name != "cachekit.operation.duration" {
+				continue
+			}
+			for _, p := range h.DataPoints {
+				op, _ := p.Attributes.Value(attribute.Key("op"))
+				out, _ := p.Attributes.Value(attribute.Key("outcome"))
+				if op.AsString() == "get" && out.AsString() == "hit" && p.Count == 1 {
+					points++
+				}
+			}
+		}
+	}
+	if points == 0 {
+		t.Fatal("no operation.duration point for the get hit")
+	}
+}
