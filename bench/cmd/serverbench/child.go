@@ -131,10 +131,10 @@ func cpuSeconds() float64 {
 // had a chunked path: every copy, hash, AES-GCM call and LZ4 decode in one
 // call, and no bound on concurrent large work.
 func runChild(redisURL string, valueSize int, mode string) error {
-	largeSlots := 0 // the library default
+	unbounded := false // the library default bound
 	if mode == modeOneShot {
 		chunked.SetOneShot(true)
-		largeSlots = -1
+		unbounded = true
 	}
 	l1 := int64(64 << 20)
 	if need := int64(valueSize) * 4; need > l1 {
@@ -147,8 +147,8 @@ func runChild(redisURL string, valueSize int, mode string) error {
 		Encryption: &encryption.Config{MasterKey: fixture.MasterKey},
 		// The value plus its msgpack header: a 64 MiB value is a few
 		// bytes over the default limit.
-		MaxValueBytes:         valueSize + 1<<20,
-		LargeValueConcurrency: largeSlots,
+		MaxValueBytes:        valueSize + 1<<20,
+		UnboundedLargeValues: unbounded,
 	})
 	if err != nil {
 		return err
