@@ -100,8 +100,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		}
 		misses = append(misses, key)
 	}
-	if len(misses) == 0 || c.l2 == nil {
-		c.stats.l2Misses.Add(uint64(len(misses) * boolInt(c.l2 != nil)))
+	if len(misses) == 0 || c.l2 == nil { // L1 only: misses are L1's
 		return nil, errors.Join(errs...)
 	}
 	full := make([]string, len(misses))
@@ -171,13 +170,6 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		}
 	}
 	return absorbed, errors.Join(errs...)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // MSet stores every value of items under its key for Options.DefaultTTL,

@@ -100,15 +100,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	t := c.ticket(key)
 	var stored []byte
 	var ttl time.Duration
-	err := c.redis(ctx, "get", 0, func(ctx context.Context) error {
-		var err error
-		if withTTL {
-			stored, ttl, err = c.l2.GetWithTTLUpTo(ctx, c.fullKey(key), c.maxEntry)
-		} else {
-			stored, err = c.l2.GetUpTo(ctx, c.fullKey(key), c.maxEntry)
-		}
-		return err
-	})
+	err := c.redis(ctx, "get", 0, c.getCall(c.fullKey(key), withTTL, &stored, &ttl))
 	if err != nil {
 		return nil, TierL2, 0, c.readErr(ctx, key, err)
 	}

@@ -12,6 +12,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -213,7 +214,7 @@ func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Conte
 
 // keepLease renews lease every LeaseTTL/3 until stop is called (which
 // waits for the renewer to end), so a load longer than the lease stays the
-// only one. A renewal that finds the lease gone stops renewing.
+// only one. A renewal that finds the lease gone changes nothing.
 func (c *Client) keepLease(ctx context.Context, full, lease string) (stop func()) {
 	return c.keepLeases(ctx, []string{full}, []string{lease})
 }
@@ -250,7 +251,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	var lefts []time.Duration
 	var errs []error
 	acquireAt := time.Now()
-	if err := c.rel.Do(ctx, "lease", func(ctx context.Context) error {
+	if err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
 		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
 		return errors.Join(errs...)
 	}); err != nil && errs == nil { // refused before any attempt
@@ -310,6 +311,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		}
 	}
 	var items []l2.Item
+	var size int
 	var itemLeases []string
 	var at, unused []int
 	var fillTickets []ticket
@@ -326,6 +328,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			continue
 		}
 		items = append(items, l2.Item{Key: fulls[i], Value: stored, TTL: ttl})
+		size += len(stored)
 		itemLeases = append(itemLeases, leases[i])
 		at = append(at, i)
 		fillTickets = append(fillTickets, c.ticket(keys[i]))
@@ -335,7 +338,21 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		return res, nil
 	}
 	fillAt := time.Now()
-	done, ferrs := c.l2.FillMany(ctx, items, itemLeases)
+	var done []bool
+	var ferrs []error
+	// Under the guard (deadline, breaker, budget): every fill failing is the
+	// round trip failing (counted, retried when transient); a single fill's
+	// failure is its key's, counted below.
+	err = c.redis(ctx, "mset", size, func(ctx context.Context) error {
+		done, ferrs = c.l2.FillMany(ctx, items, itemLeases)
+		if !slices.Contains(ferrs, nil) {
+			return ferrs[0]
+		}
+		return nil
+	})
+	if ferrs == nil { // refused before any attempt
+		done, ferrs = make([]bool, len(items)), slices.Repeat([]error{err}, len(items))
+	}
 	for j, i := range at {
 		switch {
 		case ferrs[j] != nil:
@@ -343,7 +360,9 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			if errors.Is(ferrs[j], ErrClosed) {
 				return nil, ferrs[j]
 			}
-			c.stats.l2Errors.Add(1)
+			if err == nil {
+				c.stats.l2Errors.Add(1)
+			}
 			c.warn("MGetOrLoad could not store the loaded values", keys[i], ferrs[j])
 		case !done[j]:
 			c.stats.leaseLost.Add(1)

@@ -2,15 +2,15 @@ package cachekit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -236,11 +236,7 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 // expired; found reports that the other instance's value arrived. When the
 // lock is taken, unlock releases it; on a lock error it is a no-op.
 func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
-	lockKey := c.fullKey(key) + ":lock"
-	var tok [16]byte
-	_, _ = rand.Read(tok[:])
-	token := hex.EncodeToString(tok[:])
-	noop := func() {}
+	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
 	var ok bool
 	err := c.rel.Do(ctx, "lock", func(ctx context.Context) error {
 		var err error
@@ -266,10 +262,8 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
 	deadline := c.now().Add(c.leaseTTL)
 	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
-		select {
-		case <-ctx.Done():
+		if !ctxwait.Sleep(ctx, wait) {
 			return noop, nil, false
-		case <-time.After(wait):
 		}
 		if v, ok := probe(); ok {
 			return noop, v, true

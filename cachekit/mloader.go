@@ -72,29 +72,19 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 		})
 	}
 	for i, f := range flights {
-		select {
-		case <-f.Done():
-		case <-ctx.Done():
-			for j := i; j < len(flights); j++ {
+		// Until the flight ends, ctx ends, or the flight times out or is
+		// cancelled by Close (as in GetOrLoad: even if the loader ignores
+		// its ctx); an error leaves the flights not waited for yet.
+		val, _, ferr := c.flights.Wait(ctx, missing[i], f, false)
+		if ferr != nil && !errors.Is(ferr, ErrNotFound) {
+			for j := i + 1; j < len(flights); j++ {
 				c.flights.Leave(missing[j], flights[j])
 			}
-			return nil, observe.Result{}, ctx.Err()
-		case <-f.Context().Done():
-			// Timed out or cancelled by Close, as in GetOrLoad: stop
-			// waiting even if the loader ignores its ctx.
-			select {
-			case <-f.Done():
-			default:
-				for j := i; j < len(flights); j++ {
-					c.flights.Leave(missing[j], flights[j])
-				}
-				if c.closed.Load() {
-					return nil, observe.Result{}, ErrClosed
-				}
-				return nil, observe.Result{}, f.Context().Err()
+			if ctx.Err() == nil && c.closed.Load() && errors.Is(ferr, context.Canceled) {
+				return nil, observe.Result{}, ErrClosed
 			}
+			return nil, observe.Result{}, ferr
 		}
-		val, ferr := f.Result()
 		if lr, ok := val.(leased); ok && ferr == nil {
 			val = lr.v
 			if !led[missing[i]] && joined.After(lr.at) {
@@ -119,18 +109,13 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 				continue
 			}
 		}
-		switch {
-		case ferr == nil:
-			if v, ok := val.(T); ok {
-				out[missing[i]] = v
-			} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
-				out[missing[i]] = v // loaded by another caller as another type
-			}
-		case errors.Is(ferr, ErrNotFound):
-		case c.closed.Load() && errors.Is(ferr, context.Canceled):
-			return nil, observe.Result{}, ErrClosed
-		default:
-			return nil, observe.Result{}, ferr
+		if ferr != nil { // ErrNotFound: the loader left the key out
+			continue
+		}
+		if v, ok := val.(T); ok {
+			out[missing[i]] = v
+		} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
+			out[missing[i]] = v // loaded by another caller as another type
 		}
 	}
 	return out, r, nil

@@ -46,16 +46,8 @@ func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 	var n int64
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
-		full := make([]string, len(keys))
-		for i, k := range keys {
-			full[i] = c.fullKey(k)
-		}
-		err = c.redis(ctx, "del", 0, func(ctx context.Context) error {
-			var err error
-			n, err = c.l2.Delete(ctx, full...) // announced with Options.Invalidation
-			return err
-		})
-		if isPublishErr(err) { // the DELs went; their announcement did not
+		err = c.redis(ctx, "del", 0, c.delCall(keys, &n))
+		if isPublishErr(err) { // the DELs went (and are not retried); their announcement did not
 			c.publishFailed("Delete", keys, err)
 			err = nil
 		}

@@ -16,11 +16,14 @@ import (
 )
 
 // redis runs fn, the Redis call op that sends n bytes, under the
-// reliability stack, and counts a failure (not a miss) in Stats.L2Errors.
-// Every Redis call of a cache operation goes through here, except the
-// invalidation publish (see publish); a publish sent beside a write in one
-// round trip is no Redis failure of the operation, nor is a miss or a
-// closed Client.
+// reliability stack, and counts a failure in Stats.L2Errors: not a miss,
+// not a closed Client, not a failed announcement sent beside a write (the
+// write went through; see publishFailed). The cache operations' Redis calls
+// go through here, except MGet's (a key of another type is no failure; it
+// counts its own) and, each under the stack with nothing counted, the
+// separate announcements (publish) and interop mode's lock; the lease
+// renewals and releases run in their own bounds, and Raw's scans and swaps
+// unguarded, as tools.
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	err := c.rel.DoSized(ctx, op, n, fn)
 	if err != nil && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {

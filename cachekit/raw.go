@@ -134,11 +134,7 @@ func (r Raw) Open(ctx context.Context, key string, stored []byte) (OpenedEntry, 
 		c.retrace(ctx, s, key, stored, &info)
 	}
 	if info.KeyIndex >= 0 {
-		st := c.enc.Stats()
-		info.KeyFingerprint = st.Fingerprint
-		if info.KeyIndex > 0 && info.KeyIndex <= len(st.PreviousFingerprints) {
-			info.KeyFingerprint = st.PreviousFingerprints[info.KeyIndex-1]
-		}
+		info.KeyFingerprint = c.enc.KeyFingerprint(info.KeyIndex)
 	}
 	return info, err
 }

@@ -143,7 +143,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		return nil // a newer write won; drop ours
 	}
 	var swapped bool
-	err = c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
+	err = c.redis(ctx, "set", len(stored), func(ctx context.Context) error {
 		var err error
 		swapped, err = c.l2.SetIfDigest(ctx, c.fullKey(key), l2.Digest(served), stored, ttl)
 		return err

@@ -1,11 +1,13 @@
 package cachekit
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -38,10 +40,8 @@ func moduleFiles() []string {
 	var files []string
 	for {
 		f, more := frames.Next()
-		if i := strings.Index(f.File, "/cachekit-go/"); i >= 0 || strings.Contains(f.Function, "cachekit-io/cachekit-go/") {
-			if !strings.HasSuffix(f.File, "_test.go") {
-				files = append(files, filepath.Base(filepath.Dir(f.File))+"/"+filepath.Base(f.File))
-			}
+		if strings.Contains(f.Function, "cachekit-io/cachekit-go/") && !strings.HasSuffix(f.File, "_test.go") {
+			files = append(files, moduleRel(f.File))
 		}
 		if !more {
 			break
@@ -51,6 +51,45 @@ func moduleFiles() []string {
 		files[i], files[j] = files[j], files[i]
 	}
 	return files
+}
+
+// moduleRel is file's path inside the module (cachekit/write.go,
+// internal/guard/guard.go, l2/store.go).
+func moduleRel(file string) string {
+	dir, base := filepath.Split(file)
+	dir = filepath.Clean(dir)
+	for _, room := range []string{"cachekit", "l1", "l2", "protocol", "encryption"} {
+		if filepath.Base(dir) == room {
+			return room + "/" + base
+		}
+	}
+	if i := strings.LastIndex(dir, "/internal/"); i >= 0 {
+		return dir[i+1:] + "/" + base
+	}
+	return base
+}
+
+// checkWalls fails t when stack, counting the files of cachekit and its
+// internal packages, enters more than 6 or comes back to one it left.
+func checkWalls(t *testing.T, name string, stack []string) {
+	t.Helper()
+	t.Logf("%s: %s", name, strings.Join(stack, " > "))
+	var ours []string
+	for _, f := range stack {
+		if strings.HasPrefix(f, "cachekit/") || strings.HasPrefix(f, "internal/") {
+			ours = append(ours, f)
+		}
+	}
+	seen := map[string]bool{}
+	for i, f := range ours {
+		if seen[f] && ours[i-1] != f {
+			t.Errorf("%s re-enters %s after leaving it: %v", name, f, ours)
+		}
+		seen[f] = true
+	}
+	if len(seen) > 6 {
+		t.Errorf("%s enters %d files, want at most 6: %v", name, len(seen), ours)
+	}
 }
 
 // TestHotPathWalls: the deepest stack of an encrypted L1-hit Get and of a
@@ -72,17 +111,59 @@ func TestHotPathWalls(t *testing.T) {
 	if st := c.Stats(); st.L1Hits != 1 {
 		t.Fatalf("the Get was no L1 hit: %+v", st)
 	}
-	for name, stack := range map[string][]string{"Set": setStack, "L1-hit Get": getStack} {
-		t.Logf("%s: %s", name, strings.Join(stack, " > "))
-		seen := map[string]bool{}
-		for i, f := range stack {
-			if seen[f] && stack[i-1] != f {
-				t.Errorf("%s re-enters %s after leaving it: %v", name, f, stack)
-			}
-			seen[f] = true
+	checkWalls(t, "Set", setStack)
+	checkWalls(t, "L1-hit Get", getStack)
+}
+
+// stackAt is a go-redis hook that records the module's files on the stack
+// when the command named name is sent, alone or in a pipeline.
+type stackAt struct {
+	name  string
+	stack []string
+}
+
+func (h *stackAt) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *stackAt) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == h.name {
+			h.stack = moduleFiles()
 		}
-		if len(seen) > 6 {
-			t.Errorf("%s enters %d files, want at most 6: %v", name, len(seen), stack)
-		}
+		return next(ctx, cmd)
 	}
+}
+
+func (h *stackAt) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if cmd.Name() == h.name {
+				h.stack = moduleFiles()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisPathWalls: with Redis, Reliability and Invalidation on, the
+// stack when a Set sends its SET and when an L1-miss Get sends its read
+// (GETRANGE and PTTL) passes the operation's file, outcome.go, the guard and
+// calls.go once each.
+func TestRedisPathWalls(t *testing.T) {
+	t.Parallel()
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""),
+		Reliability: &Reliability{}, Invalidation: &Invalidation{}})
+	set, get := &stackAt{name: "set"}, &stackAt{name: "getrange"}
+	rdb.AddHook(set)
+	rdb.AddHook(get)
+	mustSet(t, c, "k", "v")
+	c.FlushLocal()
+	var v string
+	if err := c.Get(bg, "k", &v); err != nil || v != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if set.stack == nil || get.stack == nil {
+		t.Fatal("a command was not seen")
+	}
+	checkWalls(t, "Set (SET sent)", set.stack)
+	checkWalls(t, "L1-miss Get (GETRANGE sent)", get.stack)
 }

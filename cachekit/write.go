@@ -88,18 +88,12 @@ func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration
 
 // writeL2 stores sealed bytes in Redis under the reliability stack and, with
 // invalidation on, publishes the write in the same round trip. A failed
-// publish is a warning: the value is stored.
+// publish is a warning, not retried: the value is stored.
 func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
-	full := c.fullKey(key)
-	err := c.rel.DoSized(ctx, "set", len(stored), func(ctx context.Context) error {
-		return c.l2.Set(ctx, full, stored, ttl) // announced with Options.Invalidation
-	})
+	err := c.redis(ctx, "set", len(stored), c.setCall(c.fullKey(key), stored, ttl))
 	if isPublishErr(err) {
 		c.publishFailed("Set", []string{key}, err)
 		return nil
-	}
-	if err != nil {
-		c.stats.l2Errors.Add(1)
 	}
 	return err
 }

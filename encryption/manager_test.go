@@ -348,3 +348,26 @@ func isZero(b []byte) bool {
 	}
 	return len(b) > 0
 }
+
+// TestKeyFingerprint: entry i's fingerprint is the one Stats names for it
+// (0 the current key, then the previous keys), "" out of range.
+func TestKeyFingerprint(t *testing.T) {
+	m, err := NewManager(Config{MasterKey: bytes.Repeat([]byte{1}, KeySize),
+		PreviousKeys: [][]byte{bytes.Repeat([]byte{2}, KeySize), bytes.Repeat([]byte{3}, KeySize)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := m.Stats()
+	want := append([]string{st.Fingerprint}, st.PreviousFingerprints...)
+	for i, w := range want {
+		if got := m.KeyFingerprint(i); got != w || got == "" {
+			t.Fatalf("KeyFingerprint(%d) = %q, want %q", i, got, w)
+		}
+	}
+	if m.KeyFingerprint(-1) != "" || m.KeyFingerprint(len(want)) != "" {
+		t.Fatal("a fingerprint out of range")
+	}
+}

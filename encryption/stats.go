@@ -103,6 +103,16 @@ func (m *Manager) Stats() Stats {
 	return s
 }
 
+// KeyFingerprint returns the hex fingerprint of keyring entry i (0 the
+// current key, 1 and up the previous keys in order, as DecryptIndex
+// reports them), "" when there is no such entry or no keys were derived.
+func (m *Manager) KeyFingerprint(i int) string {
+	if r := m.stats.last.Load(); r != nil && i >= 0 && i < len(r.fingerprints) {
+		return hex.EncodeToString(r.fingerprints[i][:])
+	}
+	return ""
+}
+
 // keyringInfo is what Stats reports of a derived keyring, kept after Close
 // so the counters stay readable: its size, fingerprints and nonce counter,
 // and no AES-GCM instance (after Close nothing reachable from the Manager

@@ -1,7 +1,7 @@
 // Package l2 is CacheKit's shared cache tier: the Redis commands the client
 // needs, on top of go-redis v9. It is the only package of the module that
-// sends commands to Redis (cachekit uses go-redis's types only: the client
-// type of Options.Redis, its error replies).
+// sends commands to Redis and reads go-redis's replies and errors (cachekit
+// names go-redis only for the client type of Options.Redis).
 //
 // # What it stores
 //
@@ -15,8 +15,10 @@
 //
 // # Round trips
 //
-// Get, Set, Delete, Exists and TTL are one command each. GetWithTTL pipelines
-// GET and PTTL. MGet pipelines an MGET and an EXISTS of the keys on a
+// Get and Set are one command each (GetUpTo a GETRANGE; on a Store that
+// announces writes, Set pipelines its PUBLISH); Delete, Exists and TTL
+// pipeline a lease probe beside their command. GetWithTTL pipelines GET and
+// PTTL. MGet pipelines an MGET and an EXISTS of the keys on a
 // standalone server; on a *redis.ClusterClient the keys are grouped by hash
 // slot (CRC16 of the hash tag, as Redis Cluster places them) and one MGET and
 // one EXISTS per slot go out in one pipeline. MGetWithTTL adds one PTTL per
@@ -24,7 +26,8 @@
 // per slot. When EXISTS counts more keys than MGET returned values (a key of
 // another Redis type, which MGET reads as missing), a second round trip asks
 // the TYPE of the keys read as missing. MSet pipelines SET PX per item.
-// TryLock is SET NX PX and Unlock a compare-and-delete Lua script.
+// TryLock pipelines SET NX PX and a GET; Unlock is a compare-and-delete Lua
+// script.
 //
 // # Tracking
 //

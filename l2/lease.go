@@ -41,10 +41,14 @@ func IsLease(b []byte) bool {
 }
 
 // NewLease returns a fresh placeholder with a random token.
-func NewLease() string {
+func NewLease() string { return LeaseMagic + NewToken() }
+
+// NewToken returns 32 random hex digits: a lock token (TryLock) no other
+// caller holds.
+func NewToken() string {
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
-	return LeaseMagic + hex.EncodeToString(tok[:])
+	return hex.EncodeToString(tok[:])
 }
 
 // Digest is the digest the compare-and-set of SetIfDigest compares: the
@@ -189,9 +193,9 @@ func intAt(reply []any, i int) (int64, bool) {
 }
 
 // Fill stores val under key for ttl only while key still holds lease, and
-// reports whether it did; when the Store announces writes
-// (AnnounceWrites), the same script announces key after storing it. A key written, deleted, expired or evicted since
-// the lease was planted keeps what it has.
+// reports whether it did; when the Store announces writes (AnnounceWrites),
+// the same script announces key after storing it. A key written, deleted,
+// expired or evicted since the lease was planted keeps what it has.
 func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL

@@ -44,8 +44,8 @@ const invalidationMagic = "ck1 "
 // FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
 // per Store; the key is the Redis key, already stored in that Redis in the
 // clear; values never travel) in the same round trip or script where they
-// can. MSet, the conditional sets and the TTL changes do not: their callers
-// announce what they wrote with Announce. A write whose
+// can. MSet, the conditional sets, the TTL changes, SwapMany and Unlink do
+// not: their callers announce what they wrote with Announce, if they must. A write whose
 // announcement failed reports a *BackendError with Op "publish": the write
 // itself went through. Call it before the Store is used.
 func (s *Store) AnnounceWrites(channel string) {

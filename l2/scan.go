@@ -165,11 +165,11 @@ func globEscape(s string) string {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
+	for i := range len(s) { // bytes, not runes: a prefix need not be UTF-8
+		if strings.IndexByte(`*?[]\`, s[i]) >= 0 {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }

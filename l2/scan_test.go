@@ -155,7 +155,7 @@ func TestScanStopsAndNodeReads(t *testing.T) {
 // matches only itself, and only keys under it reach fn.
 func TestScanFromPrefixIsLiteral(t *testing.T) {
 	f := setup(t)
-	for _, k := range []string{`a*[\x`, `a*[\y`, "abx", `a*x`, "other"} {
+	for _, k := range []string{`a*[\x`, `a*[\y`, "abx", `a*x`, "other", "\xff*q", "\xffzq"} {
 		if err := f.store.Set(bg, k, []byte("v"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -167,6 +167,14 @@ func TestScanFromPrefixIsLiteral(t *testing.T) {
 	})
 	sort.Strings(got)
 	if err != nil || fmt.Sprint(got) != `[a*[\x a*[\y]` {
+		t.Fatalf("ScanFrom = %q, %v", got, err)
+	}
+	got = nil
+	err = f.store.ScanFrom(bg, "\xff*", "*", 100, 0, func(keys []string, _ uint64) error {
+		got = append(got, keys...)
+		return nil
+	})
+	if err != nil || fmt.Sprint(got) != "[\xff*q]" { // not UTF-8, and literal
 		t.Fatalf("ScanFrom = %q, %v", got, err)
 	}
 }

@@ -34,7 +34,7 @@
 //     no library code does.
 //   - At most n jobs of at least the large size hold a Slots slot at once
 //     (n as NewSlots resolved it); a smaller job, or any job on a nil
-//     *Slots, takes none. Enter returns held true only with a slot taken,
-//     which Leave(true) gives back exactly once.
+//     *Slots, takes none. Enter returns held true only with a slot taken;
+//     its caller gives it back with one Leave(true).
 //   - The package imports nothing of this module.
 package chunked

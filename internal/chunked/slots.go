@@ -20,11 +20,15 @@ type Slots struct {
 }
 
 // NewSlots returns Slots letting n jobs of at least large bytes run at
-// once; n 0 means one fewer than GOMAXPROCS, at least 1. It returns nil
-// when unbounded is set.
+// once; n 0 means one fewer than GOMAXPROCS, at least 1, and n negative
+// panics (a caller validates its setting first). It returns nil when
+// unbounded is set.
 func NewSlots(n, large int, unbounded bool) *Slots {
 	if unbounded {
 		return nil
+	}
+	if n < 0 {
+		panic("chunked: NewSlots with a negative bound")
 	}
 	if n == 0 {
 		n = max(1, runtime.GOMAXPROCS(0)-1)

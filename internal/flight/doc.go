@@ -19,4 +19,7 @@
 //     closes; readers read them only after done (as x/sync/singleflight).
 //   - A panicking function does not take the process down: the Group's
 //     Panic turns it into the run's error.
+//   - A Waiters channel holds at most one pending wake; a waiter registered
+//     (Add) before a change is woken by that change's Wake, and each Add is
+//     followed by exactly one Remove (Await removes its waiter itself).
 package flight

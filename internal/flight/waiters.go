@@ -30,8 +30,8 @@ func (w *Waiters) Add(key string) chan struct{} {
 		w.m[key] = set
 	}
 	set[ch] = struct{}{}
+	w.n.Add(1) // under mu: a Wake that finds n > 0 finds the waiter too
 	w.mu.Unlock()
-	w.n.Add(1)
 	return ch
 }
 

@@ -22,8 +22,10 @@
 //   - An open breaker refuses calls before they wait for a slot; it closes
 //     on an answer (the prober's PING, Answered), never on a timer alone:
 //     after BreakerOpenFor it lets a few callers' calls through as probes.
-//   - Hooks run on the calling goroutine; the transition hook runs under
-//     the breaker's lock and must not call back into the Guard.
+//   - Hooks run on the goroutine of the call that fires them, or on the
+//     prober's (Ping, and the transitions it or Answered causes); the
+//     transition hook runs under the breaker's lock and must not call back
+//     into the Guard.
 //
 // The package needs nothing of cachekit.Client: the Client gives it a
 // Config, a clock, a PING and hooks, and maps its sentinels to its own
