@@ -2,6 +2,7 @@ package encryption
 
 import (
 	"context"
+	"crypto/subtle"
 	"sync"
 	"sync/atomic"
 )
@@ -43,6 +44,17 @@ type Config struct {
 	// caller puts into the AAD.
 	// default: DefaultTenant ("default")
 	Tenant string
+
+	// NameKey, when set, is the name key: exactly KeySize raw bytes (use
+	// ParseNameKeyHex for the hex form of CACHEKIT_NAME_KEY), not all zero
+	// and not equal to MasterKey. A cache client given one stores each key
+	// under an opaque name, a keyed function of the tenant and the key
+	// (cachekit's Options.Encryption documents the mapping). It is
+	// independent of the master keys on purpose: rotating them moves no
+	// name. It may sit beside MasterKey or Provider; the Manager itself
+	// only validates it.
+	// default: none (key names are stored as they are)
+	NameKey []byte
 }
 
 // Manager seals and opens values for one tenant under a keyring: the current
@@ -82,6 +94,14 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{tenant: tenant, provider: cfg.Provider}
+	if cfg.NameKey != nil {
+		if err := checkMasterKey("NameKey", cfg.NameKey); err != nil {
+			return nil, err
+		}
+		if subtle.ConstantTimeCompare(cfg.NameKey, cfg.MasterKey) == 1 {
+			return nil, configErr("NameKey", "equals MasterKey: use an independent key")
+		}
+	}
 	switch {
 	case cfg.Provider != nil && (cfg.MasterKey != nil || cfg.PreviousKeys != nil):
 		return nil, configErr("Provider", "is set together with MasterKey or PreviousKeys; choose one key source")
