@@ -10,6 +10,7 @@ import (
 	"hash"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // KeySize is the size of a name key in bytes.
@@ -31,6 +32,9 @@ const (
 	domainTag         = 't'
 	domainFingerprint = 'f'
 )
+
+// Invalid is the local name of every key that is not valid UTF-8.
+const Invalid = "\xff"
 
 // ErrKeySize is New's error for a name key that is not KeySize bytes.
 var ErrKeySize = errors.New("names: the name key must be 32 bytes")
@@ -89,9 +93,16 @@ func (n *Namer) Fingerprint() string { return n.fp }
 
 // Local returns key's local name: what follows the prefix in its Redis
 // name. It is memoized (see the package doc).
+//
+// A key that is not valid UTF-8 maps to Invalid, which is not valid UTF-8
+// either, so the AAD refuses it as it refuses such a key without a name
+// key, and no byte of the key reaches Redis.
 func (n *Namer) Local(key string) string {
 	if local, ok := n.memo.get(key); ok {
 		return local
+	}
+	if !utf8.ValidString(key) {
+		return Invalid
 	}
 	local := n.compute(key)
 	n.memo.put(key, local)

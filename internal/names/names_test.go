@@ -142,3 +142,12 @@ func BenchmarkLocal(b *testing.B) {
 		}
 	})
 }
+
+func TestInvalidUTF8(t *testing.T) {
+	n := mustNew(t, testKey(1), "default", "")
+	for _, k := range []string{"\xff", "user:\xc3", "a\xffb"} {
+		if got := n.Local(k); got != Invalid {
+			t.Errorf("%q: local %q, want Invalid", k, got)
+		}
+	}
+}
