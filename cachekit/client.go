@@ -15,6 +15,7 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/internal/names"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
@@ -41,6 +42,9 @@ type Client struct {
 	limits   protocol.DecodeLimits
 
 	enc *encryption.Manager // nil: encryption off
+	// names maps keys to opaque local names (Encryption.NameKey, see
+	// names.go); nil: keys are stored as they are.
+	names *names.Namer
 	// aad holds the tenant, prefix, format and compressed components of
 	// every AAD this Client builds, validated once in New; aadErr is what
 	// building any AAD reports when they are invalid (encryption on only).
@@ -139,6 +143,9 @@ func (c *Client) build(opts Options) error {
 			}
 		}
 		c.aad, c.aadErr = protocol.NewAADTemplate(m.Tenant(), c.prefix, protocol.FormatMsgpack, c.compressed)
+		if c.names, err = newNamer(&opts, m.Tenant()); err != nil {
+			return err
+		}
 	}
 	if opts.L1MaxBytes > 0 {
 		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock})
@@ -173,6 +180,9 @@ func (c *Client) build(opts Options) error {
 	}
 	if c.l2 != nil {
 		c.checkInjected()
+	}
+	if err := c.checkMarker(opts.WarnNameKeyMismatch); err != nil {
+		return err
 	}
 	return c.startInvalidation()
 }

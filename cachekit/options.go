@@ -91,6 +91,18 @@ type Options struct {
 	// Encryption turns on AES-256-GCM encryption of every value in every
 	// tier. nil means off; a master key in the environment never switches
 	// it on. Default: nil (Secure sets it).
+	//
+	// With Encryption.NameKey set, Redis holds each key under KeyPrefix
+	// followed by an opaque name: the first 128 bits of HMAC-SHA-256 under
+	// the name key of the tenant, KeyPrefix and the key, in base64url (22
+	// bytes); a key with a Redis hash tag ({...}) is stored as
+	// "{"+opaque(tag)+"}"+opaque(key), so keys sharing a tag share a
+	// Cluster slot (and Redis sees that they share one). The AAD binds the
+	// stored name. Every call takes and returns the application's keys;
+	// Raw().Scan, Raw().Swap and Raw().DeleteMatching work on stored
+	// names. New writes a marker holding the name key's fingerprint under
+	// KeyPrefix ("cachekit:name-key") and refuses a different one (see
+	// WarnNameKeyMismatch). Interop mode refuses a name key.
 	Encryption *encryption.Config
 
 	// RequireEncryption makes New fail when Encryption is nil: the Secure
@@ -193,6 +205,11 @@ type Options struct {
 	// Clock returns the current time; for tests. Default: time.Now.
 	Clock func() time.Time
 
+	// WarnNameKeyMismatch makes New log a warning, instead of failing with
+	// a *NameKeyMismatchError, when Redis holds under KeyPrefix the marker
+	// of another name key (Encryption.NameKey). Default: false (New fails).
+	WarnNameKeyMismatch bool
+
 	// Preset records which preset built these options. New checks the
 	// guarantee PresetSecure implies (Encryption must be set); the others
 	// are informational. Default: PresetCustom.
@@ -281,7 +298,10 @@ func Production() Options {
 // in either place is an error matching ErrConfig. The reliability stack is
 // on but fails closed: when Redis is unreachable (after retries, or with
 // the breaker open) the *BackendError reaches the caller. SWR and
-// invalidation are on.
+// invalidation are on. When CACHEKIT_NAME_KEY is set (64 hex digits),
+// with or without masterKeyHex, it becomes Encryption.NameKey: key names
+// are stored opaque (see encryption.Config.NameKey); a malformed one is an
+// error matching ErrConfig.
 func Secure(masterKeyHex string) (Options, error) {
 	fromEnv := masterKeyHex == ""
 	if fromEnv {
@@ -303,6 +323,15 @@ func Secure(masterKeyHex string) (Options, error) {
 		if enc.PreviousKeys, err = encryption.ParseMasterKeyListHex(os.Getenv(PreviousMasterKeysEnv)); err != nil {
 			clear(key)
 			return Options{}, configErrFrom(PreviousMasterKeysEnv, err)
+		}
+	}
+	if h := os.Getenv(NameKeyEnv); h != "" {
+		if enc.NameKey, err = encryption.ParseNameKeyHex(h); err != nil {
+			clear(key)
+			for _, k := range enc.PreviousKeys {
+				clear(k)
+			}
+			return Options{}, configErrFrom(NameKeyEnv, err)
 		}
 	}
 	return Options{

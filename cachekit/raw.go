@@ -30,6 +30,7 @@ func (c *Client) Raw() Raw { return Raw{c} }
 // lease (GetOrLoad loading it) or nothing is ErrNotFound.
 func (r Raw) Get(ctx context.Context, key string) ([]byte, error) {
 	c := r.c
+	key = c.local(key)
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -117,6 +118,7 @@ type OpenedEntry struct {
 // command's inspect.
 func (r Raw) Open(ctx context.Context, key string, stored []byte) (OpenedEntry, error) {
 	c := r.c
+	key = c.local(key)
 	info := OpenedEntry{KeyIndex: -1}
 	if c.closed.Load() {
 		return info, ErrClosed
