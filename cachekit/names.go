@@ -18,10 +18,11 @@ import (
 // from (64 hex digits; see encryption.Config.NameKey).
 const NameKeyEnv = "CACHEKIT_NAME_KEY"
 
-// nameMarker is the key, after the prefix, of the marker New writes with a
-// name key: it holds the name key's fingerprint. No local name contains
-// ':', so it is never an entry's name.
-const nameMarker = "cachekit:name-key"
+// NameMarkerKey is the key, after Options.KeyPrefix, of the marker New
+// writes with a name key: it holds the name key's fingerprint (hex, 32
+// digits). No opaque name contains ':', so it is never an entry's name;
+// without a name key it is an ordinary key.
+const NameMarkerKey = "cachekit:name-key"
 
 // NameKeyMismatchError is New's error when Redis holds, under the key
 // prefix, the marker of another name key (or of none): instances that
@@ -70,12 +71,12 @@ func (c *Client) checkMarker(warnOnly bool) error {
 	ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
 	defer cancel()
 	want := c.names.Fingerprint()
-	found, err := c.l2.Marker(ctx, c.fullKey(nameMarker), want)
+	found, err := c.l2.Marker(ctx, c.fullKey(NameMarkerKey), want)
 	switch {
 	case err != nil:
 		c.warn("could not check the name-key marker: a mixed fleet goes undetected", "", err)
 	case found != want:
-		e := &NameKeyMismatchError{Marker: c.fullKey(nameMarker), Found: found, Want: want}
+		e := &NameKeyMismatchError{Marker: c.fullKey(NameMarkerKey), Found: found, Want: want}
 		if !warnOnly {
 			return e
 		}
