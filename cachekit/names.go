@@ -88,7 +88,7 @@ func (c *Client) checkMarker(warnOnly bool) error {
 // local returns the name key stands for below the public calls: key
 // itself without a name key, else its opaque local name (memoized).
 func (c *Client) local(key string) string {
-	if c.names == nil || key == "" {
+	if c.names == nil {
 		return key
 	}
 	return c.names.Local(key)

@@ -94,12 +94,15 @@ func (n *Namer) Fingerprint() string { return n.fp }
 // Local returns key's local name: what follows the prefix in its Redis
 // name. It is memoized (see the package doc).
 //
-// A key that is not valid UTF-8 maps to Invalid, which is not valid UTF-8
-// either, so the AAD refuses it as it refuses such a key without a name
-// key, and no byte of the key reaches Redis.
+// The empty key maps to itself and a key that is not valid UTF-8 to
+// Invalid (not valid UTF-8 either), so a client refuses both as it does
+// without a name key, and no byte of such a key reaches Redis.
 func (n *Namer) Local(key string) string {
 	if local, ok := n.memo.get(key); ok {
 		return local
+	}
+	if key == "" {
+		return "" // refused as it is without a name key
 	}
 	if !utf8.ValidString(key) {
 		return Invalid

@@ -151,3 +151,9 @@ func TestInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyKey(t *testing.T) {
+	if got := mustNew(t, testKey(1), "default", "app:").Local(""); got != "" {
+		t.Errorf("the empty key maps to %q", got)
+	}
+}
