@@ -41,6 +41,13 @@ func TestNameKeyRoundTrip(t *testing.T) {
 		t.Fatalf("redis key %q is not opaque", names[0])
 	}
 
+	// A scanned opaque name opens without the name key: the AAD binds the stored name.
+	noName := s.with("CACHEKIT_MASTER_KEY=" + testKeyHex)
+	if got := tool(t, noName, "scan", "*", "--prefix", "app:", "--secure").want(t, exitOK).stdout; !strings.Contains(got, strings.TrimPrefix(names[0], "app:")) {
+		t.Errorf("scan does not print the opaque name: %q", got)
+	}
+	tool(t, noName, "inspect", strings.TrimPrefix(names[0], "app:"), "--secure", "--prefix", "app:").want(t, exitOK)
+
 	// The library reads what the tool wrote, and writes what the tool reads.
 	nk, _ := hex.DecodeString(nameKeyHex)
 	mk, _ := hex.DecodeString(testKeyHex)
