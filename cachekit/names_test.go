@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,5 +320,73 @@ func TestSecureReadsNameKey(t *testing.T) {
 	var ce *encryption.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "NameKey" {
 		t.Errorf("the error does not name NameKey: %v", err)
+	}
+}
+
+// SWR refreshes an entry under its opaque name, in the background, with
+// the full TTL.
+func TestNameKeySWRRefresh(t *testing.T) {
+	t.Parallel()
+	c, clk := swrClient(t, func(o *Options) {
+		o.KeyPrefix = "app:"
+		o.Encryption.NameKey = append([]byte(nil), testNameKey...)
+	})
+	var version atomic.Int64
+	load := func(context.Context) (int64, error) { return version.Add(1), nil }
+	if v, err := GetOrLoadTTL(bg, c, emailKey, swrTTL, load); err != nil || v != 1 {
+		t.Fatalf("cold: %d, %v", v, err)
+	}
+	clk.add(swrDue)
+	if v, err := GetOrLoadTTL(bg, c, emailKey, swrTTL, load); err != nil || v != 1 {
+		t.Fatalf("stale read: %d, %v", v, err)
+	}
+	waitWithin(t, 5*time.Second, func() bool { v, _ := Get[int64](bg, c, emailKey); return v == 2 })
+	if ttl, err := c.TTL(bg, emailKey); err != nil || ttl < time.Second {
+		t.Fatalf("the refresh did not rewrite the opaque entry with the full TTL: %v, %v", ttl, err)
+	}
+}
+
+// The tools' door: Scan reports stored (opaque) names, Open of a scanned
+// entry works through StoredKey's name, Swap takes stored names, and
+// DeleteMatching deletes by stored name.
+func TestNameKeyRawDoor(t *testing.T) {
+	t.Parallel()
+	c, rdb := redisClient(t, namedOpts(testNameKey))
+	storeNamed(t, c)
+	stored := map[string]bool{}
+	for _, k := range namedKeys {
+		stored[c.Raw().StoredKey(k)] = true
+	}
+	var seen []RawEntry
+	if err := c.Raw().Scan(bg, "*", func(b []RawEntry) error { seen = append(seen, b...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	entries := 0
+	for _, e := range seen {
+		switch {
+		case stored[e.Key]:
+			entries++
+		case e.Key != NameMarkerKey:
+			t.Errorf("Scan reported %q, neither an entry's stored name nor the marker", e.Key)
+		}
+	}
+	if entries != len(namedKeys) {
+		t.Fatalf("Scan found %d of %d entries", entries, len(namedKeys))
+	}
+	// Swap takes the stored name: alice's bytes swapped for themselves.
+	name := c.Raw().StoredKey(emailKey)
+	b, err := rdb.Get(bg, "app:"+name).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, errs := c.Raw().Swap(bg, []RawSwap{{Key: name, Old: b, New: b}})
+	if !done[0] || errs[0] != nil {
+		t.Fatalf("Swap by stored name: %v, %v", done, errs)
+	}
+	if n, err := c.Raw().DeleteMatching(bg, "*"); err != nil || n != int64(len(namedKeys))+1 {
+		t.Fatalf("DeleteMatching: %d, %v", n, err)
+	}
+	if keys := redisKeys(t, rdb); len(keys) != 0 {
+		t.Fatalf("left %q", keys)
 	}
 }
