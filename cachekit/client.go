@@ -209,7 +209,9 @@ func (c *Client) Warm(ctx context.Context) error {
 
 // Close releases the Client: it drops its references to the derived keys
 // (raw key bytes were already zeroed at derivation; the AES key schedules
-// are left to the garbage collector, as crypto/aes cannot wipe them),
+// are left to the garbage collector, as crypto/aes cannot wipe them; the
+// name key's HMAC states stay with the Client until it is garbage, as
+// crypto/hmac cannot wipe them either),
 // cancels loaders and background work, drops L1 and closes a Redis
 // connection the Client opened from RedisURL (never an injected one). It is
 // idempotent; every call after it returns ErrClosed.

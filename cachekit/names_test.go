@@ -390,3 +390,22 @@ func TestNameKeyRawDoor(t *testing.T) {
 		t.Fatalf("left %q", keys)
 	}
 }
+
+// An entry Scan found opens by its stored name (OpenStored), not by Open,
+// which maps an application's key.
+func TestNameKeyOpenStored(t *testing.T) {
+	t.Parallel()
+	c, _ := redisClient(t, namedOpts(testNameKey))
+	mustSet(t, c, emailKey, "alice")
+	name := c.Raw().StoredKey(emailKey)
+	var found []byte
+	if err := c.Raw().Scan(bg, name, func(b []RawEntry) error { found = b[0].Stored; return nil }); err != nil || found == nil {
+		t.Fatalf("Scan of the stored name: %v", err)
+	}
+	if _, err := c.Raw().OpenStored(bg, name, found); err != nil {
+		t.Errorf("OpenStored: %v", err)
+	}
+	if _, err := c.Raw().Open(bg, name, found); !errors.Is(err, ErrAuthFailed) {
+		t.Errorf("Open of a stored name maps it again and must not authenticate: %v", err)
+	}
+}
