@@ -157,3 +157,21 @@ func TestEmptyKey(t *testing.T) {
 		t.Errorf("the empty key maps to %q", got)
 	}
 }
+
+// TestVectors pins the format other SDKs would implement (docs/rotation.md,
+// "The name, precisely"); the expected values were computed independently
+// with Python's hmac module from that description.
+func TestVectors(t *testing.T) {
+	n := mustNew(t, testKey(0x17), "default", "app:")
+	for key, want := range map[string]string{
+		"user:alice@example.com":     "Ep23dmtt5QAt85Xxg27qXg",
+		"{tenant:acme-corp}:profile": "{dLXYuBREw9UaCm_UoRTueA}lof42xk6mO1BblfM0Lcc1g",
+	} {
+		if got := n.Local(key); got != want {
+			t.Errorf("Local(%q) = %q, want %q", key, got, want)
+		}
+	}
+	if got := n.Fingerprint(); got != "284304dbc45a82e94721520b97ef5463" {
+		t.Errorf("Fingerprint = %q", got)
+	}
+}
