@@ -24,7 +24,8 @@
 //     independent of the master key, so a master-key rotation moves no
 //     entry.
 //   - A local name is made of base64url characters and, for a tagged key,
-//     one '{' and one '}'; it never contains ':' nor the key's bytes. The
+//     one '{' and one '}'; it never contains ':', and depends on the key
+//     only through the HMAC. The
 //     one exception is Invalid, the name of every key that is not valid
 //     UTF-8, which the AAD refuses (so nothing is ever stored under it).
 //   - Local never fails and allocates only on a memo miss; a memo hit (the
