@@ -14,8 +14,9 @@
 // the local name "{" + T + "}" + H, where T is the same function of the
 // tag alone (a different domain byte) and H that of the whole key, so keys
 // that share a tag share a Cluster slot. Equal tags therefore show as equal
-// opaque tags: Redis learns which keys share a tag, never the tag. A tag in
-// the prefix itself is left as it is, and governs the slot as before.
+// opaque tags: Redis learns which keys share a tag, never the tag. The
+// prefix is kept as it is: a complete hash tag in it still decides the
+// slot of every key.
 //
 // # Invariants
 //
@@ -25,9 +26,9 @@
 //     entry.
 //   - A local name is made of base64url characters and, for a tagged key,
 //     one '{' and one '}'; it never contains ':', and depends on the key
-//     only through the HMAC. The
-//     one exception is Invalid, the name of every key that is not valid
-//     UTF-8, which the AAD refuses (so nothing is ever stored under it).
+//     only through the HMAC. The exceptions are the empty key, which maps
+//     to itself, and Invalid, the name of every key that is not valid
+//     UTF-8: a client refuses both, so nothing is stored under them.
 //   - Local never fails and allocates only on a memo miss; a memo hit (the
 //     steady state of a hot key) is one maphash of the key, one atomic load
 //     and one string comparison.
