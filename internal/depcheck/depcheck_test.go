@@ -120,7 +120,7 @@ func TestGoRedisStaysInL2(t *testing.T) {
 			t.Errorf("cachekit/%s imports go-redis; only options.go may (Options.Redis)", f)
 		}
 	}
-	for _, pkg := range []string{"internal/guard", "internal/flight", "internal/observe", "internal/swr", "internal/codec"} {
+	for _, pkg := range []string{"internal/guard", "internal/flight", "internal/observe", "internal/swr", "internal/codec", "internal/names"} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"/"+pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)
