@@ -409,3 +409,47 @@ func TestNameKeyOpenStored(t *testing.T) {
 		t.Errorf("Open of a stored name maps it again and must not authenticate: %v", err)
 	}
 }
+
+// The remaining single-key calls map the key too: Touch, SetIfPresent,
+// a multi-key Delete, DeleteLocal; and an error names the key by the same
+// digest KeyDigest gives for the application's key.
+func TestNameKeyOtherCalls(t *testing.T) {
+	t.Parallel()
+	c, rdb := redisClient(t, namedOpts(testNameKey))
+	storeNamed(t, c)
+	if err := c.Touch(bg, emailKey, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := c.TTL(bg, emailKey); left < 59*time.Minute {
+		t.Errorf("Touch did not reach the opaque entry: TTL %v", left)
+	}
+	if ok, err := c.SetIfPresent(bg, tokenKey, "tok2", time.Minute); err != nil || !ok {
+		t.Fatalf("SetIfPresent: %v, %v", ok, err)
+	}
+	c.DeleteLocal(tokenKey)
+	if v, err := Get[string](bg, c, tokenKey); err != nil || v != "tok2" {
+		t.Errorf("after DeleteLocal: %q, %v", v, err)
+	}
+	// A tampered entry: its error's digest is KeyDigest of the application's key.
+	name := "app:" + c.Raw().StoredKey(emailKey2)
+	b, _ := rdb.Get(bg, name).Bytes()
+	b[len(b)-1] ^= 1
+	if err := rdb.Set(bg, name, b, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.DeleteLocal(emailKey2)
+	var ee *EntryError
+	if _, err := Get[string](bg, c, emailKey2); !errors.As(err, &ee) {
+		t.Errorf("tampered entry: %v", err)
+	} else if ee.KeyDigest != c.KeyDigest(emailKey2) {
+		t.Errorf("the error's digest %q is not KeyDigest's %q", ee.KeyDigest, c.KeyDigest(emailKey2))
+	}
+	if err := c.Delete(bg, emailKey, tokenKey, emailKey2); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{emailKey, tokenKey, emailKey2} {
+		if n, _ := rdb.Exists(bg, "app:"+c.Raw().StoredKey(k)).Result(); n != 0 {
+			t.Errorf("Delete left %q's entry", k)
+		}
+	}
+}
