@@ -68,6 +68,25 @@ func TestNameKeyRoundTrip(t *testing.T) {
 		t.Fatalf("get of the library's entry: %s", got)
 	}
 
+	// The marker shows in scan as one 32-byte entry no keyring opens.
+	for _, line := range strings.Split(tool(t, noName, "scan", "*", "--prefix", "app:", "--secure").want(t, exitOK).stdout, "\n") {
+		if f := strings.Split(line, "\t"); f[0] == cachekit.NameMarkerKey && (len(f) < 4 || f[2] != "none" || f[3] != "32") {
+			t.Errorf("scan shows the marker as %q", line)
+		}
+	}
+
+	// rotate re-seals by opaque name (the AAD binds it), moves no name, and
+	// counts the marker as unreadable, leaving it alone.
+	old := s.with("CACHEKIT_MASTER_KEY="+oldKeyHex, "CACHEKIT_NAME_KEY="+nameKeyHex)
+	tool(t, old, append([]string{"set", "user:old@example.com", `"o"`}, flags...)...).want(t, exitOK)
+	rot := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_PREVIOUS_MASTER_KEYS="+oldKeyHex)
+	if out := tool(t, rot, "rotate", "--secure", "--prefix", "app:").want(t, exitOK).stdout; !strings.Contains(out, "re-sealed 1,") || !strings.Contains(out, "unreadable 1,") {
+		t.Errorf("rotate: %s", out)
+	}
+	if got := tool(t, env, append([]string{"get", "user:old@example.com"}, flags...)...).want(t, exitOK).line(); got != `"o"` {
+		t.Errorf("after rotate: %s", got)
+	}
+
 	// The library wrote the marker: another name key is refused, not "not found".
 	bad := s.with("CACHEKIT_MASTER_KEY="+testKeyHex, "CACHEKIT_NAME_KEY="+otherNameKeyHex)
 	r := tool(t, bad, append([]string{"get", key}, flags...)...).want(t, exitUsage)
