@@ -143,7 +143,7 @@ func (c *Client) build(opts Options) error {
 			}
 		}
 		c.aad, c.aadErr = protocol.NewAADTemplate(m.Tenant(), c.prefix, protocol.FormatMsgpack, c.compressed)
-		if c.names, err = newNamer(&opts, m.Tenant()); err != nil {
+		if c.names, err = c.newNamer(&opts, m); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/names"
 )
 
@@ -43,17 +44,27 @@ func (e *NameKeyMismatchError) Error() string {
 // Is makes the error match ErrConfig.
 func (e *NameKeyMismatchError) Is(target error) bool { return target == ErrConfig }
 
-// newNamer returns the Namer of opts' name key, nil without one.
-func newNamer(opts *Options, tenant string) (*names.Namer, error) {
-	if opts.Encryption == nil || opts.Encryption.NameKey == nil {
-		return nil, nil
+// newNamer returns the Namer of opts' name key, nil without one. A name
+// key the provider supplies (Encryption.NameKeyFromProvider) is fetched
+// now, within LoadTimeout: names are needed before the first Redis call.
+func (c *Client) newNamer(opts *Options, m *encryption.Manager) (*names.Namer, error) {
+	key := opts.Encryption.NameKey
+	if opts.Encryption.NameKeyFromProvider {
+		ctx, cancel := context.WithTimeout(c.bg, c.loadTimeout)
+		err := m.Warm(ctx)
+		cancel()
+		if err != nil {
+			return nil, encryptionErr(err)
+		}
+		key = m.NameKey()
+		defer clear(key)
 	}
-	if opts.Interop {
-		return nil, configErr("interop mode refuses Encryption.NameKey: interop keys are shared with the other SDKs by design")
+	if key == nil {
+		return nil, nil
 	}
 	// The memo holds about one name per 4 KiB of L1 (16384 at the presets'
 	// 64 MiB), at least 4096.
-	n, err := names.New(opts.Encryption.NameKey, tenant, opts.KeyPrefix, max(4096, int(opts.L1MaxBytes>>12)))
+	n, err := names.New(key, m.Tenant(), opts.KeyPrefix, max(4096, int(opts.L1MaxBytes>>12)))
 	if err != nil {
 		return nil, configErrFrom("Encryption.NameKey", err)
 	}

@@ -92,7 +92,9 @@ type Options struct {
 	// tier. nil means off; a master key in the environment never switches
 	// it on. Default: nil (Secure sets it).
 	//
-	// With Encryption.NameKey set, Redis holds each key under KeyPrefix
+	// With Encryption.NameKey set (or supplied by Encryption.Provider, with
+	// NameKeyFromProvider: New then calls the provider, within LoadTimeout,
+	// and fails when it fails), Redis holds each key under KeyPrefix
 	// followed by an opaque name: the first 128 bits of HMAC-SHA-256 under
 	// the name key of the tenant, KeyPrefix and the key, in base64url (22
 	// bytes); a key with a Redis hash tag ({...}) is stored as
@@ -369,6 +371,8 @@ func (o *Options) validate() error {
 		return configErr("encryption is required (secure preset) but Options.Encryption is nil")
 	case o.Interop && o.KeyPrefix != "":
 		return configErr("interop mode refuses a key prefix")
+	case o.Interop && o.Encryption != nil && (o.Encryption.NameKey != nil || o.Encryption.NameKeyFromProvider):
+		return configErr("interop mode refuses a name key: interop keys are shared with the other SDKs by design")
 	case o.StructTag != "" && o.StructTag != "json":
 		return configErr(`StructTag must be "" or "json"`)
 	case o.Redis == nil && o.RedisURL == "" && o.L1MaxBytes == 0:

@@ -55,6 +55,14 @@ type Config struct {
 	// only validates it.
 	// default: none (key names are stored as they are)
 	NameKey []byte
+
+	// NameKeyFromProvider says that Provider supplies the name key
+	// (Keys.NameKey) instead of NameKey: a provider's Keys.NameKey is
+	// refused without it, and required with it. A cache client given it
+	// derives the keys when it is built, since names are needed before
+	// the first Redis call. It needs Provider and excludes NameKey.
+	// default: false
+	NameKeyFromProvider bool
 }
 
 // Manager seals and opens values for one tenant under a keyring: the current
@@ -72,6 +80,11 @@ type Manager struct {
 
 	tenant   string
 	provider KeyProvider
+	// nameFromProvider is Config.NameKeyFromProvider; nameKey is the name
+	// key the provider supplied (guarded by mu; nil before derivation and
+	// after Close, which clears it).
+	nameFromProvider bool
+	nameKey          []byte
 
 	mu     sync.Mutex
 	closed bool
@@ -93,7 +106,13 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := checkTenant(tenant); err != nil {
 		return nil, err
 	}
-	m := &Manager{tenant: tenant, provider: cfg.Provider}
+	m := &Manager{tenant: tenant, provider: cfg.Provider, nameFromProvider: cfg.NameKeyFromProvider}
+	switch {
+	case cfg.NameKeyFromProvider && cfg.Provider == nil:
+		return nil, configErr("NameKeyFromProvider", "needs Provider")
+	case cfg.NameKeyFromProvider && cfg.NameKey != nil:
+		return nil, configErr("NameKeyFromProvider", "is set together with NameKey; choose one source")
+	}
 	if cfg.NameKey != nil {
 		if err := checkMasterKey("NameKey", cfg.NameKey); err != nil {
 			return nil, err
@@ -243,12 +262,27 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.state.Store(nil)
+	clear(m.nameKey)
+	m.nameKey = nil
 	f := m.flight
 	m.mu.Unlock()
 	if f != nil {
 		f.cancel()
 	}
 	return nil
+}
+
+// NameKey returns a copy of the name key the provider supplied
+// (Keys.NameKey, with Config.NameKeyFromProvider), or nil before a
+// successful derivation, without one, and after Close. The caller should
+// clear the copy when done.
+func (m *Manager) NameKey() []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nameKey == nil {
+		return nil
+	}
+	return clone(m.nameKey)
 }
 
 // publish installs a derived keyring. Callers hold m.mu or own m.
