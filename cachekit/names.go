@@ -26,11 +26,13 @@ const NameKeyEnv = "CACHEKIT_NAME_KEY"
 const NameMarkerKey = "cachekit:name-key"
 
 // NameKeyMismatchError is New's error when Redis holds, under the key
-// prefix, the marker of another name key (or of none): instances that
-// would store one key under different names, so that a Delete on one
-// would not reach another's copy. It matches ErrConfig. Marker is the
-// marker's Redis key; Found and Want are fingerprints (they reveal nothing
-// of the keys): what Redis holds, and this Client's.
+// prefix, the marker of another name key (or, at the marker's key,
+// something that is not a marker): instances that would store one key
+// under different names, so that a Delete on one would not reach another's
+// copy. It matches ErrConfig. Marker is the marker's Redis key; Found and
+// Want are fingerprints (they reveal nothing of the keys): what Redis
+// holds ("not a marker" when it holds anything else, which is never
+// quoted), and this Client's.
 type NameKeyMismatchError struct {
 	Marker, Found, Want string
 }
@@ -87,6 +89,9 @@ func (c *Client) checkMarker(warnOnly bool) error {
 	case err != nil:
 		c.warn("could not check the name-key marker: a mixed fleet goes undetected", "", err)
 	case found != want:
+		if !isFingerprint(found) {
+			found = "not a marker"
+		}
 		e := &NameKeyMismatchError{Marker: c.fullKey(NameMarkerKey), Found: found, Want: want}
 		if !warnOnly {
 			return e
@@ -96,7 +101,21 @@ func (c *Client) checkMarker(warnOnly bool) error {
 	return nil
 }
 
-// local returns the name key stands for below the public calls: key
+// isFingerprint reports whether s has a fingerprint's shape: 32 lowercase
+// hex digits.
+func isFingerprint(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// local returns the name that stands for key below the public calls: key
 // itself without a name key, else its opaque local name (memoized).
 func (c *Client) local(key string) string {
 	if c.names == nil {

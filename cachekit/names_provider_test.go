@@ -3,6 +3,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
@@ -40,5 +41,22 @@ func TestNameKeyFromProvider(t *testing.T) {
 	interop.KeyPrefix, interop.Interop = "", true
 	if _, err := New(interop); !errors.Is(err, ErrConfig) {
 		t.Errorf("interop + NameKeyFromProvider: %v", err)
+	}
+}
+
+// Whatever else sits at the marker's key is reported as "not a marker",
+// never quoted.
+func TestNameKeyMarkerNotQuoted(t *testing.T) {
+	t.Parallel()
+	_, rdb := withRedis(t)
+	if err := rdb.Set(bg, "app:"+NameMarkerKey, "secret-value-of-someone", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	opts := namedOpts(testNameKey)
+	opts.Redis = rdb
+	_, err := New(opts)
+	var mismatch *NameKeyMismatchError
+	if !errors.As(err, &mismatch) || mismatch.Found != "not a marker" || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("New over a foreign value at the marker: %v", err)
 	}
 }
