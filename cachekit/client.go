@@ -252,7 +252,8 @@ func (c *Client) closeParts() error {
 // Encrypted reports whether values are sealed with AES-256-GCM.
 func (c *Client) Encrypted() bool { return c.enc != nil }
 
-// fullKey is the Redis key: the prefix and the caller's key.
+// fullKey is the Redis key: the prefix and key, a stored key (the
+// caller's key, or its opaque name under a name key: see local).
 func (c *Client) fullKey(key string) string {
 	if c.prefix == "" {
 		return key

@@ -8,7 +8,9 @@ package cachekit
 // fromL1/fromL2. L1 only ever holds the same sealed bytes that L2 holds
 // (the write path, write.go, stores them). Each public operation is
 // observed once, by Begin and End (internal/observe); what a Redis
-// failure or miss means to the caller is outcome.go's.
+// failure or miss means to the caller is outcome.go's. Under a name key the
+// public calls first swap the caller's key for its opaque name (local,
+// names.go), and everything below works on that name.
 
 import (
 	"context"
