@@ -89,6 +89,10 @@ type Client struct {
 // at most about a second for invalidation tracking to connect (not at all
 // once Redis refused the connection) and returns a working Client whose
 // calls fail or degrade until Redis answers. Use Ping as a health check.
+// With a name key (Options.Encryption) New also writes or checks its marker
+// in Redis, within Reliability.AttemptTimeout (Redis not answering is
+// logged, not an error), and with NameKeyFromProvider it calls the
+// KeyProvider, within LoadTimeout.
 func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
