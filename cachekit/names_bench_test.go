@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,21 +34,24 @@ func nameKeyModes(l1 int64) []struct {
 }
 
 // BenchmarkNameKeyL1Hit: an encrypted 100 B L1 hit (AppendValue) without
-// and with a name key.
+// and with a name key, for a 43-byte key (its 22-byte name is shorter) and
+// a 10-byte one (its name is longer).
 func BenchmarkNameKeyL1Hit(b *testing.B) {
 	for _, m := range nameKeyModes(64 << 20) {
-		b.Run(m.name, func(b *testing.B) {
-			c := newClient(b, m.opts)
-			mustSetTTL(b, c, benchNamedKey, fixture.NewBytes(100), time.Hour)
-			dst := make([]byte, 0, 128)
-			b.ReportAllocs()
-			for b.Loop() {
-				var err error
-				if dst, err = c.AppendValue(bg, dst[:0], benchNamedKey); err != nil {
-					b.Fatal(err)
+		for _, key := range []string{benchNamedKey, "user:12345"} {
+			b.Run(m.name+"/key"+strconv.Itoa(len(key))+"B", func(b *testing.B) {
+				c := newClient(b, m.opts)
+				mustSetTTL(b, c, key, fixture.NewBytes(100), time.Hour)
+				dst := make([]byte, 0, 128)
+				b.ReportAllocs()
+				for b.Loop() {
+					var err error
+					if dst, err = c.AppendValue(bg, dst[:0], key); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
