@@ -10,6 +10,7 @@ package cachekit
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/names"
@@ -45,6 +46,25 @@ func (e *NameKeyMismatchError) Error() string {
 
 // Is makes the error match ErrConfig.
 func (e *NameKeyMismatchError) Is(target error) bool { return target == ErrConfig }
+
+// nameKeyFromEnv sets enc.NameKey from CACHEKIT_NAME_KEY when it is set
+// (Secure); on a malformed one it clears enc's master keys and returns an
+// error matching ErrConfig that never quotes the variable.
+func nameKeyFromEnv(enc *encryption.Config) error {
+	h := os.Getenv(NameKeyEnv)
+	if h == "" {
+		return nil
+	}
+	var err error
+	if enc.NameKey, err = encryption.ParseNameKeyHex(h); err != nil {
+		clear(enc.MasterKey)
+		for _, k := range enc.PreviousKeys {
+			clear(k)
+		}
+		return configErrFrom(NameKeyEnv, err)
+	}
+	return nil
+}
 
 // newNamer returns the Namer of opts' name key, nil without one. A name
 // key the provider supplies (Encryption.NameKeyFromProvider) is fetched
@@ -89,7 +109,7 @@ func (c *Client) checkMarker(warnOnly bool) error {
 	case err != nil:
 		c.warn("could not check the name-key marker: a mixed fleet goes undetected", "", err)
 	case found != want:
-		if !isFingerprint(found) {
+		if !names.IsFingerprint(found) {
 			found = "not a marker"
 		}
 		e := &NameKeyMismatchError{Marker: c.fullKey(NameMarkerKey), Found: found, Want: want}
@@ -99,20 +119,6 @@ func (c *Client) checkMarker(warnOnly bool) error {
 		c.log.LogAttrs(ctx, slog.LevelWarn, "cachekit: name-key marker mismatch (WarnNameKeyMismatch): "+e.Error())
 	}
 	return nil
-}
-
-// isFingerprint reports whether s has a fingerprint's shape: 32 lowercase
-// hex digits.
-func isFingerprint(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // local returns the name that stands for key below the public calls: key

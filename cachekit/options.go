@@ -90,21 +90,9 @@ type Options struct {
 
 	// Encryption turns on AES-256-GCM encryption of every value in every
 	// tier. nil means off; a master key in the environment never switches
-	// it on. Default: nil (Secure sets it).
-	//
-	// With Encryption.NameKey set (or supplied by Encryption.Provider, with
-	// NameKeyFromProvider: New then calls the provider, within LoadTimeout,
-	// and fails when it fails), Redis holds each key under KeyPrefix
-	// followed by an opaque name: the first 128 bits of HMAC-SHA-256 under
-	// the name key of the tenant, KeyPrefix and the key, in base64url (22
-	// bytes); a key with a Redis hash tag ({...}) is stored as
-	// "{"+opaque(tag)+"}"+opaque(key), so keys sharing a tag share a
-	// Cluster slot (and Redis sees that they share one). The AAD binds the
-	// stored name. Every call takes and returns the application's keys;
-	// Raw().Scan, Raw().Swap and Raw().DeleteMatching work on stored
-	// names. New writes a marker holding the name key's fingerprint under
-	// KeyPrefix ("cachekit:name-key") and refuses a different one (see
-	// WarnNameKeyMismatch). Interop mode refuses a name key.
+	// it on. Default: nil (Secure sets it). With Encryption.NameKey (or
+	// NameKeyFromProvider), Redis holds opaque key names: see the package
+	// doc, "Key names".
 	Encryption *encryption.Config
 
 	// RequireEncryption makes New fail when Encryption is nil: the Secure
@@ -327,14 +315,8 @@ func Secure(masterKeyHex string) (Options, error) {
 			return Options{}, configErrFrom(PreviousMasterKeysEnv, err)
 		}
 	}
-	if h := os.Getenv(NameKeyEnv); h != "" {
-		if enc.NameKey, err = encryption.ParseNameKeyHex(h); err != nil {
-			clear(key)
-			for _, k := range enc.PreviousKeys {
-				clear(k)
-			}
-			return Options{}, configErrFrom(NameKeyEnv, err)
-		}
+	if err := nameKeyFromEnv(enc); err != nil {
+		return Options{}, err
 	}
 	return Options{
 		L1MaxBytes:        defaultL1Bytes,

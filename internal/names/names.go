@@ -88,6 +88,20 @@ func Fingerprint(key []byte) string {
 	return hex.EncodeToString(h.Sum(nil)[:sumBytes])
 }
 
+// IsFingerprint reports whether s has a fingerprint's shape: 32 lowercase
+// hex digits.
+func IsFingerprint(s string) bool {
+	if len(s) != 2*sumBytes {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Fingerprint returns the fingerprint of n's name key.
 func (n *Namer) Fingerprint() string { return n.fp }
 

@@ -175,3 +175,14 @@ func TestVectors(t *testing.T) {
 		t.Errorf("Fingerprint = %q", got)
 	}
 }
+
+func TestIsFingerprint(t *testing.T) {
+	if !IsFingerprint(Fingerprint(testKey(1))) {
+		t.Error("a fingerprint is not IsFingerprint")
+	}
+	for _, s := range []string{"", "secret-value-of-someone", strings.Repeat("A", 32), strings.Repeat("0", 31)} {
+		if IsFingerprint(s) {
+			t.Errorf("IsFingerprint(%q)", s)
+		}
+	}
+}
