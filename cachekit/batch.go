@@ -25,9 +25,9 @@ import (
 // (errors.Join of *EntryError); the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGet, "", len(keys))
-	out, r, err := mgetAs[T](ctx, c, keys)
+	out, r, err := mgetAs[T](ctx, c, c.locals(keys))
 	c.obs.End(ctx, oc, r, err)
-	return out, err
+	return appKeys(c, keys, out), err
 }
 
 // mgetAs is MGet without observing the operation. Its result's tier is L1
@@ -176,7 +176,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 // as MSetWithTTL does.
 func (c *Client) MSet(ctx context.Context, items map[string]any) error {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMSet, "", len(items))
-	r, err := c.mset(ctx, items, c.defaultTTL)
+	r, err := c.mset(ctx, localItems(c, items), c.defaultTTL)
 	c.obs.End(ctx, oc, r, err)
 	return err
 }
@@ -186,7 +186,7 @@ func (c *Client) MSet(ctx context.Context, items map[string]any) error {
 // exactly as SetWithTTL does.
 func (c *Client) MSetWithTTL(ctx context.Context, items map[string]any, ttl time.Duration) error {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMSetWithTTL, "", len(items))
-	r, err := c.mset(ctx, items, ttl)
+	r, err := c.mset(ctx, localItems(c, items), ttl)
 	c.obs.End(ctx, oc, r, err)
 	return err
 }

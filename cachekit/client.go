@@ -13,6 +13,7 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/internal/names"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
@@ -39,6 +40,9 @@ type Client struct {
 	limits   protocol.DecodeLimits
 
 	enc *encryption.Manager // nil: encryption off
+	// names maps keys to opaque local names (Encryption.NameKey, see
+	// names.go); nil: keys are stored as they are.
+	names *names.Namer
 	// aad holds the tenant, prefix, format and compressed components of
 	// every AAD this Client builds, validated once in New; aadErr is what
 	// building any AAD reports when they are invalid (encryption on only).
@@ -80,6 +84,10 @@ type Client struct {
 // at most about a second for invalidation tracking to connect (not at all
 // once Redis refused the connection) and returns a working Client whose
 // calls fail or degrade until Redis answers. Use Ping as a health check.
+// With a name key (Options.Encryption) New also writes or checks its marker
+// in Redis, within Reliability.AttemptTimeout (Redis not answering is
+// logged, not an error), and with NameKeyFromProvider it calls the
+// KeyProvider, within LoadTimeout.
 func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -134,6 +142,9 @@ func (c *Client) build(opts Options) error {
 			}
 		}
 		c.aad, c.aadErr = protocol.NewAADTemplate(m.Tenant(), c.prefix, protocol.FormatMsgpack, c.compressed)
+		if c.names, err = c.newNamer(&opts, m); err != nil {
+			return err
+		}
 	}
 	if opts.L1MaxBytes > 0 {
 		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock})
@@ -172,6 +183,9 @@ func (c *Client) build(opts Options) error {
 			c.l2.AnnounceWrites(c.inv.channel)
 		}
 	}
+	if err := c.checkMarker(opts.WarnNameKeyMismatch); err != nil {
+		return err
+	}
 	return c.startInvalidation()
 }
 
@@ -197,7 +211,9 @@ func (c *Client) Warm(ctx context.Context) error {
 
 // Close releases the Client: it drops its references to the derived keys
 // (raw key bytes were already zeroed at derivation; the AES key schedules
-// are left to the garbage collector, as crypto/aes cannot wipe them),
+// are left to the garbage collector, as crypto/aes cannot wipe them; the
+// name key's HMAC states stay with the Client until it is garbage, as
+// crypto/hmac cannot wipe them either),
 // cancels loaders and background work, drops L1 and closes a Redis
 // connection the Client opened from RedisURL (never an injected one). It is
 // idempotent; every call after it returns ErrClosed.
@@ -238,7 +254,8 @@ func (c *Client) closeParts() error {
 // Encrypted reports whether values are sealed with AES-256-GCM.
 func (c *Client) Encrypted() bool { return c.enc != nil }
 
-// fullKey is the Redis key: the prefix and the caller's key.
+// fullKey is the Redis key: the prefix and key, a stored key (the
+// caller's key, or its opaque name under a name key: see local).
 func (c *Client) fullKey(key string) string {
 	if c.prefix == "" {
 		return key

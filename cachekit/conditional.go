@@ -20,6 +20,7 @@ import (
 // (without encryption, another writer storing the identical value reads
 // the same way).
 func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSetIfAbsent, key, 1)
 	stored, r, err := c.setCond(ctx, key, value, ttl, false)
 	c.obs.End(ctx, oc, r, err)
@@ -31,6 +32,7 @@ func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl tim
 // L1 and errors are as for SetIfAbsent; when Redis does not hold key, this
 // process's L1 drops it too.
 func (c *Client) SetIfPresent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSetIfPresent, key, 1)
 	stored, r, err := c.setCond(ctx, key, value, ttl, true)
 	c.obs.End(ctx, oc, r, err)

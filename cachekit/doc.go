@@ -10,7 +10,8 @@
 // Options.DisableCompression) and, with Options.Encryption set, sealed with
 // AES-256-GCM under a key derived for the tenant with HKDF-SHA256. The
 // ciphertext is bound by its additional authenticated data to the tenant,
-// the full Redis key (prefix included), the format ("msgpack") and whether
+// the full Redis key (prefix included; the opaque name under a name key),
+// the format ("msgpack") and whether
 // the envelope was used, so an entry copied to another key, tenant or mode
 // fails to authenticate instead of decoding as the wrong value. Stored bytes
 // are nonce‖ciphertext‖tag with no header, the same as the TypeScript SDK.
@@ -53,8 +54,8 @@
 // # Threat model
 //
 // Redis (and whoever can read or write it) is not trusted with values: it
-// sees key names, sizes and timing, but values are confidential and tamper-
-// evident. The process holding the master key is trusted: the Client's own
+// sees key names (opaque under a name key, below), sizes and timing, but
+// values are confidential and tamper-evident. The process holding the master key is trusted: the Client's own
 // copies of raw key bytes are zeroed once the keys are derived (the slice in
 // Options.Encryption is the caller's: clear it after New if you want it
 // gone), and Close makes the derived keys
@@ -72,6 +73,26 @@
 // the old key after the longest TTL in use (Stats.DecryptsByKey shows when
 // it is no longer used). A single-step swap would leave instances that
 // cannot open each other's entries during the deploy.
+//
+// # Key names
+//
+// With encryption.Config.NameKey set (CACHEKIT_NAME_KEY for Secure), or
+// supplied by the KeyProvider with NameKeyFromProvider (New then calls the
+// provider, within LoadTimeout, and fails when it fails), Redis holds each
+// key under Options.KeyPrefix followed by an opaque name: the first 128
+// bits of HMAC-SHA-256 under the name key of the tenant, the prefix and the
+// key, in base64url (22 bytes). A key with a Redis hash tag ({...}) is
+// stored as "{"+opaque(tag)+"}"+opaque(key), so keys sharing a tag share a
+// Cluster slot (and Redis sees that they do). The AAD binds the stored
+// name. Every call takes and returns the application's keys; Raw's Scan,
+// Swap, DeleteMatching and OpenStored work on stored names (Raw.StoredKey).
+// The name key is independent of the master keys: their rotation moves no
+// name; changing or turning on the name key is a cache flush, which the
+// marker New writes under the prefix (NameMarkerKey, holding the name
+// key's fingerprint) catches: New refuses a different one
+// (*NameKeyMismatchError; Options.WarnNameKeyMismatch warns instead).
+// Redis still learns the prefix, sizes, TTLs, the access pattern and which
+// keys share a tag (docs/rotation.md). Interop mode refuses a name key.
 //
 // # Modes
 //

@@ -48,6 +48,7 @@ func modes() map[string]Options {
 		"encrypted/nocompr":  {L1MaxBytes: 1 << 20, Encryption: encConfig(""), DisableCompression: true},
 		"encrypted/noL1":     {Encryption: encConfig("")},
 		"encrypted/prefixed": {L1MaxBytes: 1 << 20, Encryption: encConfig("t1"), KeyPrefix: "app:"},
+		"encrypted/named":    namedOpts(testNameKey),
 	}
 }
 

@@ -8,7 +8,9 @@ package cachekit
 // fromL1/fromL2. L1 only ever holds the same sealed bytes that L2 holds
 // (the write path, write.go, stores them). Each public operation is
 // observed once, by Begin and End (internal/observe); what a Redis
-// failure or miss means to the caller is outcome.go's.
+// failure or miss means to the caller is outcome.go's. Under a name key the
+// public calls first swap the caller's key for its opaque name (local,
+// names.go), and everything below works on that name.
 
 import (
 	"context"
@@ -32,6 +34,7 @@ func (c *Client) Get(ctx context.Context, key string, dst any) error {
 // returns how long the entry has left (L1's remaining time on an L1 hit,
 // Redis's PTTL otherwise).
 func (c *Client) get(ctx context.Context, op observe.Op, key string, dst any, wantTTL bool) (time.Duration, error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, op, key, 1)
 	left, tier, size, err := c.getPayload(ctx, key, dst, wantTTL)
 	if oc != nil { // the result is built only for an observer
@@ -173,6 +176,7 @@ func (c *Client) AppendValue(ctx context.Context, dst []byte, key string) ([]byt
 // appendValue is AppendValue observed as op; with bin false it appends the
 // whole msgpack payload, whatever it holds (Raw.AppendPayload).
 func (c *Client) appendValue(ctx context.Context, op observe.Op, dst []byte, key string, bin bool) ([]byte, error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, op, key, 1)
 	s := getScratch()
 	// The remaining TTL is needed only to bound an L1 backfill: without L1

@@ -58,6 +58,7 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // return its value without storing it (no second read, lock or write to a
 // failing Redis).
 func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpGetOrLoad, key, 1)
 	v, r, err := getOrLoad(ctx, c, key, ttl, load)
 	err, r.LoaderFailed = unwrapLoader(err)

@@ -39,7 +39,8 @@ func (c *Client) warn(msg, key string, err error) {
 }
 
 // keyDigest is what logs and errors show instead of a cache key.
-func (c *Client) keyDigest(key string) string { return c.KeyDigest(key) }
+// key is a local name (names.go): the digest is of its Redis key.
+func (c *Client) keyDigest(key string) string { return c.digest.Digest(c.fullKey(key)) }
 
 // KeyDigest returns the short digest this Client logs (and puts in
 // EntryError) in place of key's full Redis key: hex of the first 8 bytes of
@@ -52,7 +53,10 @@ func (c *Client) keyDigest(key string) string { return c.KeyDigest(key) }
 // (cachekit inspect --secure), names a key with the same digest. Otherwise
 // (no encryption, or a KeyProvider) it is random per Client: digests
 // correlate within this Client's logs only.
-func (c *Client) KeyDigest(key string) string { return c.digest.Digest(c.fullKey(key)) }
+//
+// With a name key (encryption.Config.NameKey) the digest is of the key's
+// opaque Redis name, as every log line, span and error of the Client names it.
+func (c *Client) KeyDigest(key string) string { return c.keyDigest(c.local(key)) }
 
 // digesterFor returns the Digester of a Client's log digests (see
 // KeyDigest).

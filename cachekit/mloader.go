@@ -35,10 +35,10 @@ import (
 // wait for other Clients' loads).
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGetOrLoad, "", len(keys))
-	out, r, err := mgetOrLoad(ctx, c, keys, loader)
+	out, r, err := mgetOrLoad(ctx, c, c.locals(keys), localLoader(c, keys, loader))
 	err, r.LoaderFailed = unwrapLoader(err)
 	c.obs.End(ctx, oc, r, err)
-	return out, err
+	return appKeys(c, keys, out), err
 }
 
 func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, observe.Result, error) {

@@ -24,6 +24,7 @@ func (c *Client) Delete(ctx context.Context, keys ...string) error {
 // deleteCounted is Delete, observed, returning how many keys held an entry
 // in Redis (Raw.Delete reports it).
 func (c *Client) deleteCounted(ctx context.Context, keys []string) (int64, error) {
+	keys = c.locals(keys)
 	var oc *observe.Call
 	if len(keys) == 1 {
 		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, keys[0], 1)
@@ -65,6 +66,7 @@ func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 // expiry, except with Options.Invalidation on, where Redis reports the
 // PEXPIRE and they drop their copies.
 func (c *Client) Touch(ctx context.Context, key string, ttl time.Duration) error {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpTouch, key, 1)
 	err := c.touch(ctx, key, ttl)
 	c.obs.End(ctx, oc, c.tierAsked(), err)
@@ -126,7 +128,7 @@ func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error
 // no-op without L1.
 func (c *Client) DeleteLocal(keys ...string) {
 	for _, k := range keys {
-		c.dropL1(k)
+		c.dropL1(c.local(k))
 	}
 }
 
@@ -144,6 +146,7 @@ func (c *Client) FlushLocal() {
 // Exists reports whether key is cached in L1 or L2. It does not open the
 // entry.
 func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpExists, key, 1)
 	ok, r, err := c.exists(ctx, key)
 	c.obs.End(ctx, oc, r, err)
@@ -175,6 +178,7 @@ func (c *Client) exists(ctx context.Context, key string) (bool, observe.Result, 
 // for a missing key; in L1-only mode it returns ErrNotFound as well, since
 // L1 does not expose expiry times.
 func (c *Client) TTL(ctx context.Context, key string) (time.Duration, error) {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpTTL, key, 1)
 	d, err := c.ttl(ctx, key)
 	c.obs.End(ctx, oc, c.tierAsked(), err)

@@ -90,7 +90,9 @@ type Options struct {
 
 	// Encryption turns on AES-256-GCM encryption of every value in every
 	// tier. nil means off; a master key in the environment never switches
-	// it on. Default: nil (Secure sets it).
+	// it on. Default: nil (Secure sets it). With Encryption.NameKey (or
+	// NameKeyFromProvider), Redis holds opaque key names: see the package
+	// doc, "Key names".
 	Encryption *encryption.Config
 
 	// RequireEncryption makes New fail when Encryption is nil: the Secure
@@ -193,6 +195,11 @@ type Options struct {
 	// Clock returns the current time; for tests. Default: time.Now.
 	Clock func() time.Time
 
+	// WarnNameKeyMismatch makes New log a warning, instead of failing with
+	// a *NameKeyMismatchError, when Redis holds under KeyPrefix the marker
+	// of another name key (Encryption.NameKey). Default: false (New fails).
+	WarnNameKeyMismatch bool
+
 	// Preset records which preset built these options. New checks the
 	// guarantee PresetSecure implies (Encryption must be set); the others
 	// are informational. Default: PresetCustom.
@@ -281,7 +288,10 @@ func Production() Options {
 // in either place is an error matching ErrConfig. The reliability stack is
 // on but fails closed: when Redis is unreachable (after retries, or with
 // the breaker open) the *BackendError reaches the caller. SWR and
-// invalidation are on.
+// invalidation are on. When CACHEKIT_NAME_KEY is set (64 hex digits),
+// with or without masterKeyHex, it becomes Encryption.NameKey: key names
+// are stored opaque (see encryption.Config.NameKey); a malformed one is an
+// error matching ErrConfig.
 func Secure(masterKeyHex string) (Options, error) {
 	fromEnv := masterKeyHex == ""
 	if fromEnv {
@@ -304,6 +314,9 @@ func Secure(masterKeyHex string) (Options, error) {
 			clear(key)
 			return Options{}, configErrFrom(PreviousMasterKeysEnv, err)
 		}
+	}
+	if err := nameKeyFromEnv(enc); err != nil {
+		return Options{}, err
 	}
 	return Options{
 		L1MaxBytes:        defaultL1Bytes,
@@ -340,6 +353,8 @@ func (o *Options) validate() error {
 		return configErr("encryption is required (secure preset) but Options.Encryption is nil")
 	case o.Interop && o.KeyPrefix != "":
 		return configErr("interop mode refuses a key prefix")
+	case o.Interop && o.Encryption != nil && (o.Encryption.NameKey != nil || o.Encryption.NameKeyFromProvider):
+		return configErr("interop mode refuses a name key: interop keys are shared with the other SDKs by design")
 	case o.StructTag != "" && o.StructTag != "json":
 		return configErr(`StructTag must be "" or "json"`)
 	case o.Redis == nil && o.RedisURL == "" && o.L1MaxBytes == 0:

@@ -20,6 +20,12 @@ import (
 // Conn.Raw is the one door to the driver's connection; applications read
 // and write through the Client's own methods. Every method returns
 // ErrClosed after Close.
+//
+// Under a name key (encryption.Config.NameKey) Redis holds opaque names:
+// Get, AppendPayload, Delete and Open take the application's key, as the
+// Client's methods do, while Scan, ScanFrom, DeleteMatching, Swap and
+// OpenStored see and take stored names (what follows the prefix in
+// Redis), which StoredKey computes for a key.
 type Raw struct{ c *Client }
 
 // Raw returns the Client's door for tools (see Raw).
@@ -30,6 +36,7 @@ func (c *Client) Raw() Raw { return Raw{c} }
 // lease (GetOrLoad loading it) or nothing is ErrNotFound.
 func (r Raw) Get(ctx context.Context, key string) ([]byte, error) {
 	c := r.c
+	key = c.local(key)
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -102,8 +109,8 @@ type OpenedEntry struct {
 	Payload []byte
 }
 
-// Open opens stored, the stored bytes of key (as Raw.Get or Raw.Scan
-// returned them), with the Client's own open, the one Get runs on every
+// Open opens stored, the stored bytes of the application's key (as Raw.Get
+// returned them; for an entry Raw.Scan found, see OpenStored), with the Client's own open, the one Get runs on every
 // entry of either tier: the MaxValueBytes bound, decryption under the
 // keyring with the AAD of tenant, full key, format and compressed flag,
 // the ByteStorage envelope and its checksum, and the bounded msgpack
@@ -116,6 +123,14 @@ type OpenedEntry struct {
 // them when done. It is meant for inspection tools such as the cachekit
 // command's inspect.
 func (r Raw) Open(ctx context.Context, key string, stored []byte) (OpenedEntry, error) {
+	return r.OpenStored(ctx, r.c.local(key), stored)
+}
+
+// OpenStored is Open of an entry named by its stored key (RawEntry.Key, as
+// Scan reports it; StoredKey of the application's key): the same as Open
+// without a name key, and the way to open what Scan found with one, since
+// the AAD binds the stored name.
+func (r Raw) OpenStored(ctx context.Context, key string, stored []byte) (OpenedEntry, error) {
 	c := r.c
 	info := OpenedEntry{KeyIndex: -1}
 	if c.closed.Load() {
@@ -175,7 +190,7 @@ const rawBatch = 500
 
 // RawEntry is one entry as Raw.Scan reads it, unopened.
 type RawEntry struct {
-	Key    string        // without Options.KeyPrefix
+	Key    string        // the stored key, without Options.KeyPrefix (an opaque name under a name key)
 	Stored []byte        // the bytes Redis holds; nil when the key holds another Redis type
 	TTL    time.Duration // remaining time to live; 0: no expiry
 }
@@ -188,7 +203,9 @@ type RawEntry struct {
 // between the walk and the read is left out; as with SCAN itself, a key may
 // be reported twice while Redis resizes its tables. It is meant for
 // inspection tools such as the cachekit command's scan; an error from fn
-// stops the walk and is returned.
+// stops the walk and is returned. Under a name key pattern matches, and
+// the entries carry, stored (opaque) names, and the walk also reports the
+// name-key marker (NameMarkerKey), whose bytes are not an entry.
 func (r Raw) Scan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
 	return r.ScanFrom(ctx, pattern, 0, func(batch []RawEntry, _ uint64) error {
 		if len(batch) == 0 {
@@ -262,7 +279,7 @@ func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) 
 
 // RawSwap is one compare-and-set for Raw.Swap.
 type RawSwap struct {
-	Key      string // without Options.KeyPrefix
+	Key      string // the stored key, without Options.KeyPrefix (as Scan reports it)
 	Old, New []byte // the stored bytes expected, and their replacement
 }
 

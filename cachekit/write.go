@@ -15,6 +15,7 @@ import (
 
 // Set stores value under key for the Client's DefaultTTL.
 func (c *Client) Set(ctx context.Context, key string, value any) error {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSet, key, 1)
 	r, err := c.setWithTTL(ctx, key, value, c.defaultTTL)
 	c.obs.End(ctx, oc, r, err)
@@ -31,6 +32,7 @@ func (c *Client) Set(ctx context.Context, key string, value any) error {
 // the write was absorbed (ReliabilityStats counts it as Degraded), and in
 // L1-only mode L1 admission may reject it (Stats counts L1Rejected).
 func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
+	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSetWithTTL, key, 1)
 	r, err := c.setWithTTL(ctx, key, value, ttl)
 	c.obs.End(ctx, oc, r, err)

@@ -2,6 +2,7 @@ package encryption
 
 import (
 	"context"
+	"crypto/subtle"
 )
 
 // opKind is the operation a Deferred finishes.
@@ -127,7 +128,14 @@ func (m *Manager) derive(ctx context.Context, f *flight) {
 	keys, err := m.callProvider(ctx)
 	var r *keyring
 	if err == nil {
+		err = m.checkNameKey(keys)
+	}
+	if err == nil {
 		r, err = newKeyring(keys, m.tenant, "Keys.Current", "Keys.Previous")
+	}
+	var nameKey []byte
+	if err == nil && keys.NameKey != nil {
+		nameKey = clone(keys.NameKey)
 	}
 	clearKeys(keys)
 
@@ -140,12 +148,33 @@ func (m *Manager) derive(ctx context.Context, f *flight) {
 	case err != nil:
 		m.stats.derivationFailures.Add(1)
 	default:
+		m.nameKey = nameKey
 		m.publish(r)
+	}
+	if m.nameKey == nil {
+		clear(nameKey) // not kept: Close won, or the derivation failed
 	}
 	f.ring, f.err = r, err
 	m.flight = nil // a failed derivation is retried by the next caller
 	m.mu.Unlock()
 	close(f.done)
+}
+
+// checkNameKey checks the provider's Keys.NameKey against
+// Config.NameKeyFromProvider: present exactly when asked for, 32 bytes,
+// not all zero, not the current key.
+func (m *Manager) checkNameKey(k Keys) error {
+	switch {
+	case k.NameKey == nil && m.nameFromProvider:
+		return configErr("Keys.NameKey", "is required: Config.NameKeyFromProvider is set")
+	case k.NameKey == nil:
+		return nil
+	case !m.nameFromProvider:
+		return configErr("Keys.NameKey", "is set but Config.NameKeyFromProvider is not: key names would be stored as they are")
+	case subtle.ConstantTimeCompare(k.NameKey, k.Current) == 1:
+		return configErr("Keys.NameKey", "equals Keys.Current: use an independent key")
+	}
+	return checkMasterKey("Keys.NameKey", k.NameKey)
 }
 
 // callProvider calls the provider, turning a failure or a panic into a

@@ -153,9 +153,17 @@ func Fingerprint(masterKey []byte, tenant string) ([FingerprintSize]byte, error)
 //
 // The caller owns the returned slice and should clear it once a Manager has
 // been built from it (NewManager copies it).
-func ParseMasterKeyHex(s string) ([]byte, error) {
+func ParseMasterKeyHex(s string) ([]byte, error) { return parseKeyHex("MasterKey", s) }
+
+// ParseNameKeyHex parses a name key (Config.NameKey) from its hex form, the
+// form of CACHEKIT_NAME_KEY, under ParseMasterKeyHex's rules; errors name
+// the field NameKey and never quote the input.
+func ParseNameKeyHex(s string) ([]byte, error) { return parseKeyHex("NameKey", s) }
+
+// parseKeyHex is ParseMasterKeyHex for the key field.
+func parseKeyHex(field, s string) ([]byte, error) {
 	if len(s) != 2*KeySize {
-		return nil, configErr("MasterKey", "must be %d hex digits (%d bytes), got %d characters", 2*KeySize, KeySize, len(s))
+		return nil, configErr(field, "must be %d hex digits (%d bytes), got %d characters", 2*KeySize, KeySize, len(s))
 	}
 	key := make([]byte, KeySize)
 	for i := range KeySize {
@@ -163,11 +171,11 @@ func ParseMasterKeyHex(s string) ([]byte, error) {
 		lo, ok2 := hexDigit(s[2*i+1])
 		if !ok1 || !ok2 {
 			clear(key)
-			return nil, configErr("MasterKey", "must hold only hex digits 0-9, a-f, A-F")
+			return nil, configErr(field, "must hold only hex digits 0-9, a-f, A-F")
 		}
 		key[i] = hi<<4 | lo
 	}
-	if err := checkMasterKey("MasterKey", key); err != nil {
+	if err := checkMasterKey(field, key); err != nil {
 		return nil, err
 	}
 	return key, nil

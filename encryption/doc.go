@@ -29,6 +29,12 @@
 // fingerprint is the first 16 bytes of SHA-256("key_fingerprint_v1" ‖ the
 // derived encryption key); it identifies a key without revealing it.
 //
+// A name key (Config.NameKey, or Keys.NameKey from a provider with
+// Config.NameKeyFromProvider; ParseNameKeyHex for CACHEKIT_NAME_KEY) is a
+// separate 32-byte key a cache client uses to store key names opaque. The
+// Manager only validates it (and hands a provider's out through NameKey):
+// it derives nothing from it, and rotating the master keys leaves it alone.
+//
 // # Nonces
 //
 // Nonces are never random. Each derived current key owns a nonce source: an

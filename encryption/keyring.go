@@ -18,9 +18,15 @@ const maxKeyring = 1 + MaxPreviousKeys
 // decrypt-only master keys, tried in order after the current key. Each key is
 // exactly KeySize raw bytes. No key may appear twice, and the current key
 // may not appear among the previous ones.
+//
+// NameKey is the name key (see Config.NameKey), which a provider may
+// supply instead of Config.NameKey: it must then be set exactly when
+// Config.NameKeyFromProvider is, and only the first successful call's
+// counts (a Manager derives once).
 type Keys struct {
 	Current  []byte
 	Previous [][]byte
+	NameKey  []byte
 }
 
 // checkKeyring refuses a keyring the protocol says to refuse at load: a key
@@ -138,6 +144,7 @@ func clone(b []byte) []byte {
 // clearKeys zeroes every byte of every key in k.
 func clearKeys(k Keys) {
 	clear(k.Current)
+	clear(k.NameKey)
 	for _, p := range k.Previous {
 		clear(p)
 	}

@@ -2,6 +2,7 @@ package encryption
 
 import (
 	"context"
+	"crypto/subtle"
 	"sync"
 	"sync/atomic"
 )
@@ -43,6 +44,25 @@ type Config struct {
 	// caller puts into the AAD.
 	// default: DefaultTenant ("default")
 	Tenant string
+
+	// NameKey, when set, is the name key: exactly KeySize raw bytes (use
+	// ParseNameKeyHex for the hex form of CACHEKIT_NAME_KEY), not all zero
+	// and not equal to MasterKey. A cache client given one stores each key
+	// under an opaque name, a keyed function of the tenant and the key
+	// (cachekit's Options.Encryption documents the mapping). It is
+	// independent of the master keys on purpose: rotating them moves no
+	// name. It may sit beside MasterKey or Provider; the Manager itself
+	// only validates it.
+	// default: none (key names are stored as they are)
+	NameKey []byte
+
+	// NameKeyFromProvider says that Provider supplies the name key
+	// (Keys.NameKey) instead of NameKey: a provider's Keys.NameKey is
+	// refused without it, and required with it. A cache client given it
+	// derives the keys when it is built, since names are needed before
+	// the first Redis call. It needs Provider and excludes NameKey.
+	// default: false
+	NameKeyFromProvider bool
 }
 
 // Manager seals and opens values for one tenant under a keyring: the current
@@ -60,6 +80,11 @@ type Manager struct {
 
 	tenant   string
 	provider KeyProvider
+	// nameFromProvider is Config.NameKeyFromProvider; nameKey is the name
+	// key the provider supplied (guarded by mu; nil before derivation and
+	// after Close, which clears it).
+	nameFromProvider bool
+	nameKey          []byte
 
 	mu     sync.Mutex
 	closed bool
@@ -81,7 +106,21 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := checkTenant(tenant); err != nil {
 		return nil, err
 	}
-	m := &Manager{tenant: tenant, provider: cfg.Provider}
+	m := &Manager{tenant: tenant, provider: cfg.Provider, nameFromProvider: cfg.NameKeyFromProvider}
+	switch {
+	case cfg.NameKeyFromProvider && cfg.Provider == nil:
+		return nil, configErr("NameKeyFromProvider", "needs Provider")
+	case cfg.NameKeyFromProvider && cfg.NameKey != nil:
+		return nil, configErr("NameKeyFromProvider", "is set together with NameKey; choose one source")
+	}
+	if cfg.NameKey != nil {
+		if err := checkMasterKey("NameKey", cfg.NameKey); err != nil {
+			return nil, err
+		}
+		if subtle.ConstantTimeCompare(cfg.NameKey, cfg.MasterKey) == 1 {
+			return nil, configErr("NameKey", "equals MasterKey: use an independent key")
+		}
+	}
 	switch {
 	case cfg.Provider != nil && (cfg.MasterKey != nil || cfg.PreviousKeys != nil):
 		return nil, configErr("Provider", "is set together with MasterKey or PreviousKeys; choose one key source")
@@ -223,12 +262,27 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.state.Store(nil)
+	clear(m.nameKey)
+	m.nameKey = nil
 	f := m.flight
 	m.mu.Unlock()
 	if f != nil {
 		f.cancel()
 	}
 	return nil
+}
+
+// NameKey returns a copy of the name key the provider supplied
+// (Keys.NameKey, with Config.NameKeyFromProvider), or nil before a
+// successful derivation, without one, and after Close. The caller should
+// clear the copy when done.
+func (m *Manager) NameKey() []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nameKey == nil {
+		return nil
+	}
+	return clone(m.nameKey)
 }
 
 // publish installs a derived keyring. Callers hold m.mu or own m.

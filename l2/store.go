@@ -358,3 +358,25 @@ func pxMillis(ttl time.Duration) int64 {
 func setCmd(ctx context.Context, key string, val []byte, ttl time.Duration) *redis.StatusCmd {
 	return redis.NewStatusCmd(ctx, "set", key, val, "px", pxMillis(ttl))
 }
+
+// Marker stores value under key, without expiry, unless key already holds
+// a string, and returns what key holds afterwards: value when it stored
+// it, the earlier string otherwise (SET NX, then GET when the SET found
+// the key taken). A key of another Redis type is an error.
+func (s *Store) Marker(ctx context.Context, key, value string) (string, error) {
+	if err := s.check("marker"); err != nil {
+		return "", err
+	}
+	ok, err := s.rdb.SetNX(ctx, key, value, 0).Result()
+	if err != nil {
+		return "", fail("marker", err)
+	}
+	if ok {
+		return value, nil
+	}
+	found, err := s.rdb.Get(ctx, key).Result()
+	if err != nil {
+		return "", fail("marker", err)
+	}
+	return found, nil
+}

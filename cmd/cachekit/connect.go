@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/internal/names"
 )
 
 // keyring builds the encryption configuration --secure asks for: the current
@@ -93,6 +97,10 @@ func openClient(g *globalFlags, getenv func(string) string, withKeys bool) (*cac
 	if err != nil {
 		return nil, usageErrorf("%s", strings.TrimPrefix(err.Error(), "cachekit: "))
 	}
+	if err := checkNameMarker(g, c); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -143,3 +151,64 @@ func keyLabel(i int) string {
 // writes to stderr by itself, which would break the promise of one error line
 // on stderr; the tool reports Redis failures itself (exit 4).
 func init() { cachekit.DiscardRedisDriverLogs() }
+
+// keyCommands are the commands whose KEY is the application's key, mapped
+// to its stored name when $CACHEKIT_NAME_KEY is set. scan, stats, rotate
+// and flush --match work on stored (opaque) names.
+var keyCommands = map[string]bool{"get": true, "set": true, "del": true, "exists": true, "ttl": true, "inspect": true}
+
+// storedKey returns the name, after --prefix, that the application's
+// client stores key under: key itself, or with $CACHEKIT_NAME_KEY its
+// opaque name (the same function of --tenant, --prefix and key the library
+// computes). Reading or writing values under opaque names needs --secure,
+// as the library's name key needs encryption; del, exists and ttl open no
+// value and do not.
+func (g *globalFlags) storedKey(getenv func(string) string, cmd, key string) (string, error) {
+	hexKey := getenv(envNameKey)
+	if hexKey == "" {
+		return key, nil
+	}
+	if g.interop {
+		return "", usageErrorf("$%s does not apply to --interop keys: they are shared with the other SDKs as they are", envNameKey)
+	}
+	if !g.secure && (cmd == "get" || cmd == "set" || cmd == "inspect") {
+		return "", usageErrorf("%s: $%s needs --secure: opaque key names come with encryption", cmd, envNameKey)
+	}
+	nk, err := encryption.ParseNameKeyHex(hexKey)
+	if err != nil {
+		return "", usageErrorf("$%s is not a name key: %s", envNameKey, configReason(err))
+	}
+	defer clear(nk)
+	n, err := names.New(nk, cmp.Or(g.tenant, encryption.DefaultTenant), g.prefix, 0)
+	if err != nil {
+		return "", usageErrorf("$%s is not a name key", envNameKey)
+	}
+	if key == "" {
+		return key, nil // refused later, as without a name key
+	}
+	g.nameFingerprint = n.Fingerprint()
+	return n.Local(key), nil
+}
+
+// checkNameMarker refuses a $CACHEKIT_NAME_KEY other than the one the
+// marker under --prefix names (the application's clients write it), so a
+// wrong name key is an error, not a silent "not found". Without a marker
+// it passes.
+func checkNameMarker(g *globalFlags, c *cachekit.Client) error {
+	if g.nameFingerprint == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	found, err := c.Raw().Get(ctx, cachekit.NameMarkerKey)
+	switch {
+	case errors.Is(err, cachekit.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case string(found) != g.nameFingerprint:
+		return usageErrorf("$%s is not the name key of the clients under this prefix (the marker %s%s holds another fingerprint)",
+			envNameKey, g.prefix, cachekit.NameMarkerKey)
+	}
+	return nil
+}

@@ -13,6 +13,7 @@ const (
 	envRedisURL     = "CACHEKIT_REDIS_URL"
 	envMasterKey    = "CACHEKIT_MASTER_KEY"
 	envPreviousKeys = "CACHEKIT_PREVIOUS_MASTER_KEYS"
+	envNameKey      = "CACHEKIT_NAME_KEY"
 )
 
 // defaultRedisURL is used when neither --redis nor CACHEKIT_REDIS_URL is set.
@@ -43,6 +44,9 @@ type globalFlags struct {
 	prefix        string
 	interop       bool
 	noCompression bool
+	// nameFingerprint is the fingerprint of $CACHEKIT_NAME_KEY once
+	// storedKey has mapped a key with it ("" without one).
+	nameFingerprint string
 }
 
 // register defines the global flags on fs.

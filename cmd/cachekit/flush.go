@@ -21,7 +21,10 @@ var cmdFlush = &command{
 		"deletes; others keep their L1 copies until those expire. It refuses to run\n" +
 		"without --yes. After a key compromise: deploy a fresh master key with no\n" +
 		"previous keys, then flush what the old key sealed. With a redis+cluster://\n" +
-		"URL it walks every master.",
+		"URL it walks every master." +
+		"\n\nUnder a name key ($CACHEKIT_NAME_KEY) keys are stored under opaque names: this\n" +
+		"command works on those names (a pattern selects by --prefix only, and a key it\n" +
+		"prints is an opaque name); get, set, del, exists, ttl and inspect map KEY.",
 	examples: []string{"cachekit flush --match 'session:*' --yes", "cachekit flush --match '*' --prefix app: --yes"},
 	minArgs:  0, maxArgs: 0,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {

@@ -91,6 +91,13 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if len(pos) < cmd.minArgs || len(pos) > cmd.maxArgs {
 		return fail(stderr, usageErrorf("%s: usage: cachekit %s (see `cachekit %s -h`)", cmd.name, cmd.synopsis, cmd.name))
 	}
+	if keyCommands[cmd.name] {
+		// With a name key, KEY is the application's key: the commands work
+		// on the name the application's client stores it under.
+		if pos[0], err = g.storedKey(getenv, cmd.name, pos[0]); err != nil {
+			return fail(stderr, err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	timeout := commandTimeout

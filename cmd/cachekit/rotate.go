@@ -35,7 +35,10 @@ var cmdRotate = &command{
 		"one script). One run covers one --tenant, --prefix and mode: run it for each\n" +
 		"the applications use. With a redis+cluster:// URL it walks every master.\n" +
 		"Exit 0 when every entry that opened under a previous key was re-sealed or had\n" +
-		"changed meanwhile; 5 when some could not be written (or on interrupt).",
+		"changed meanwhile; 5 when some could not be written (or on interrupt)." +
+		"\n\nUnder a name key ($CACHEKIT_NAME_KEY) keys are stored under opaque names: this\n" +
+		"command works on those names (a pattern selects by --prefix only, and a key it\n" +
+		"prints is an opaque name); get, set, del, exists, ttl and inspect map KEY.",
 	examples: []string{
 		"cachekit rotate --secure --dry-run",
 		"cachekit rotate --secure --match 'session:*' --rate 5000 --json",

@@ -25,7 +25,10 @@ var cmdScan = &command{
 		"its remaining TTL in milliseconds (-1: no expiry). --json prints one object\n" +
 		"per line with the fields key, mode, keyring, bytes, ttl_ms; --summary prints\n" +
 		"only the counts. Values are never printed. With a redis+cluster:// URL it\n" +
-		"walks every master.",
+		"walks every master." +
+		"\n\nUnder a name key ($CACHEKIT_NAME_KEY) keys are stored under opaque names: this\n" +
+		"command works on those names (a pattern selects by --prefix only, and a key it\n" +
+		"prints is an opaque name); get, set, del, exists, ttl and inspect map KEY.",
 	examples: []string{"cachekit scan 'user:*'", "cachekit scan 'session:*' --secure --json", "cachekit scan '*' --summary --secure"},
 	minArgs:  1, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {

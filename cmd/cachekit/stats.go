@@ -23,7 +23,10 @@ var cmdStats = &command{
 		"encrypted, plain or unknown, which keyring entry opens them (with --secure),\n" +
 		"how many have no expiry, and a histogram of their stored sizes. Nothing is\n" +
 		"changed and no value is printed. During a key rotation, run it with the old\n" +
-		"key among CACHEKIT_PREVIOUS_MASTER_KEYS to see how much is still sealed under it.",
+		"key among CACHEKIT_PREVIOUS_MASTER_KEYS to see how much is still sealed under it." +
+		"\n\nUnder a name key ($CACHEKIT_NAME_KEY) keys are stored under opaque names: this\n" +
+		"command works on those names (a pattern selects by --prefix only, and a key it\n" +
+		"prints is an opaque name); get, set, del, exists, ttl and inspect map KEY.",
 	examples: []string{"cachekit stats --secure", "cachekit stats 'session:*' --sample 50000 --secure"},
 	minArgs:  0, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, g *globalFlags) {

@@ -46,6 +46,9 @@ const globalHelp = `Flags accepted by every command, before or after the argumen
   --secure           encryption on: current key from $CACHEKIT_MASTER_KEY (64 hex digits),
                      decrypt-only previous keys from $CACHEKIT_PREVIOUS_MASTER_KEYS
                      (comma-separated). The variables alone never turn encryption on.
+                     With $CACHEKIT_NAME_KEY (64 hex digits) set, KEY of get, set, del,
+                     exists, ttl and inspect is the application's key: the command uses
+                     its opaque name (get, set and inspect need --secure)
   --tenant NAME      tenant the keys and AAD are bound to (default "default")
   --prefix PREFIX    the key prefix the application's client uses
   --interop          KEY is an interop/v1 key ("ns:op:<hash>", see "cachekit key");

@@ -7,6 +7,7 @@
 package irwork
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ var builders = map[string]func() (Op, error){
 	"DecryptNow/100B":             decryptNow,
 	"L1Hit/encrypted/bytes/100B":  l1Hit,
 	"L1Hit/encrypted/struct/100B": l1HitStruct,
+	"L1Hit/named/bytes/100B":      l1HitNamed,
 	"AppendAAD":                   appendAAD,
 	"EnvelopeOpen/1KiB":           envelopeOpen,
 }
@@ -143,11 +145,19 @@ func decryptNow() (Op, error) {
 	}, nil
 }
 
-func l1Hit() (Op, error) {
+// l1Hit is AppendValue of a 100-byte []byte from an encrypted L1.
+func l1Hit() (Op, error) { return l1HitWith(nil) }
+
+// l1HitNamed is l1Hit with a name key (encryption.Config.NameKey): the
+// key's opaque name comes from the Client's memo.
+func l1HitNamed() (Op, error) { return l1HitWith(bytes.Repeat([]byte{0x17}, encryption.KeySize)) }
+
+// l1HitWith is l1Hit's workload with nameKey (nil: none).
+func l1HitWith(nameKey []byte) (Op, error) {
 	c, err := cachekit.New(cachekit.Options{
 		L1MaxBytes: 1 << 20,
 		DefaultTTL: time.Hour,
-		Encryption: &encryption.Config{MasterKey: fixture.MasterKey},
+		Encryption: &encryption.Config{MasterKey: fixture.MasterKey, NameKey: nameKey},
 	})
 	if err != nil {
 		return nil, err
