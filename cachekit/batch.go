@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/names"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -25,9 +26,9 @@ import (
 // (errors.Join of *EntryError); the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGet, "", len(keys))
-	out, r, err := mgetAs[T](ctx, c, c.locals(keys))
+	out, r, err := mgetAs[T](ctx, c, c.names.Locals(keys))
 	c.obs.End(ctx, oc, r, err)
-	return appKeys(c, keys, out), err
+	return names.AppKeys(c.names, keys, out), err
 }
 
 // mgetAs is MGet without observing the operation. Its result's tier is L1
@@ -176,7 +177,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 // as MSetWithTTL does.
 func (c *Client) MSet(ctx context.Context, items map[string]any) error {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMSet, "", len(items))
-	r, err := c.mset(ctx, localItems(c, items), c.defaultTTL)
+	r, err := c.mset(ctx, names.LocalItems(c.names, items), c.defaultTTL)
 	c.obs.End(ctx, oc, r, err)
 	return err
 }
@@ -186,7 +187,7 @@ func (c *Client) MSet(ctx context.Context, items map[string]any) error {
 // exactly as SetWithTTL does.
 func (c *Client) MSetWithTTL(ctx context.Context, items map[string]any, ttl time.Duration) error {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMSetWithTTL, "", len(items))
-	r, err := c.mset(ctx, localItems(c, items), ttl)
+	r, err := c.mset(ctx, names.LocalItems(c.names, items), ttl)
 	c.obs.End(ctx, oc, r, err)
 	return err
 }

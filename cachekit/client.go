@@ -366,3 +366,77 @@ func (c *Client) checkInjected() {
 			slog.Int("max_retries", retries))
 	}
 }
+
+// NameMarkerKey is the key, after Options.KeyPrefix, of the marker New
+// writes with a name key: it holds the name key's fingerprint (hex, 32
+// digits). No opaque name contains ':', so it is never an entry's name;
+// without a name key it is an ordinary key.
+const NameMarkerKey = "cachekit:name-key"
+
+// newNamer returns the Namer of opts' name key, nil without one. A name
+// key the provider supplies (Encryption.NameKeyFromProvider) is fetched
+// now, within LoadTimeout: names are needed before the first Redis call.
+func (c *Client) newNamer(opts *Options, m *encryption.Manager) (*names.Namer, error) {
+	key := opts.Encryption.NameKey
+	if opts.Encryption.NameKeyFromProvider {
+		ctx, cancel := context.WithTimeout(c.bg, c.loadTimeout)
+		err := m.Warm(ctx)
+		cancel()
+		if err != nil {
+			return nil, encryptionErr(err)
+		}
+		key = m.NameKey()
+		defer clear(key)
+	}
+	if key == nil {
+		return nil, nil
+	}
+	// The memo holds about one name per 4 KiB of L1 (16384 at the presets'
+	// 64 MiB), at least 4096.
+	n, err := names.New(key, m.Tenant(), opts.KeyPrefix, max(4096, int(opts.L1MaxBytes>>12)))
+	if err != nil {
+		return nil, configErrFrom("Encryption.NameKey", err)
+	}
+	return n, nil
+}
+
+// checkMarker writes the name key's marker under the prefix, or compares
+// the one Redis holds: a mismatch is a *NameKeyMismatchError, or with
+// Options.WarnNameKeyMismatch a warning. Redis not answering is not an
+// error (New does not need Redis); it is logged.
+func (c *Client) checkMarker(warnOnly bool) error {
+	if c.names == nil || c.l2 == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
+	defer cancel()
+	want := c.names.Fingerprint()
+	found, err := c.l2.Marker(ctx, c.fullKey(NameMarkerKey), want)
+	switch {
+	case err != nil:
+		c.warn("could not check the name-key marker: a mixed fleet goes undetected", "", err)
+	case found != want:
+		if !names.IsFingerprint(found) {
+			found = "not a marker"
+		}
+		e := &NameKeyMismatchError{Marker: c.fullKey(NameMarkerKey), Found: found, Want: want}
+		if !warnOnly {
+			return e
+		}
+		c.log.LogAttrs(ctx, slog.LevelWarn, "cachekit: name-key marker mismatch (WarnNameKeyMismatch): "+e.Error())
+	}
+	return nil
+}
+
+// local returns the name that stands for key below the public calls: key
+// itself without a name key, else its opaque local name (memoized). A
+// public call maps its key once, where it enters; below, every path (L1,
+// Redis, the AAD, leases, tracking, single-flight, SWR, digests) works on
+// the local name, and the batch calls map their maps back
+// (internal/names).
+func (c *Client) local(key string) string {
+	if c.names == nil {
+		return key
+	}
+	return c.names.Local(key)
+}

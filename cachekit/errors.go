@@ -171,3 +171,24 @@ const (
 	BreakerOpen     = guard.Open
 	BreakerHalfOpen = guard.HalfOpen
 )
+
+// NameKeyMismatchError is New's error when Redis holds, under the key
+// prefix, the marker of another name key (or, at the marker's key,
+// something that is not a marker): instances that would store one key
+// under different names, so that a Delete on one would not reach another's
+// copy. It matches ErrConfig. Marker is the marker's Redis key; Found and
+// Want are fingerprints (they reveal nothing of the keys): what Redis
+// holds ("not a marker" when it holds anything else, which is never
+// quoted), and this Client's.
+type NameKeyMismatchError struct {
+	Marker, Found, Want string
+}
+
+// Error implements the error interface.
+func (e *NameKeyMismatchError) Error() string {
+	return "cachekit: redis holds the marker of another name key under this prefix (" + e.Marker +
+		": fingerprint " + e.Found + ", this client's " + e.Want + "): rotating or turning on a name key is a cache flush, see docs/rotation.md"
+}
+
+// Is makes the error match ErrConfig.
+func (e *NameKeyMismatchError) Is(target error) bool { return target == ErrConfig }

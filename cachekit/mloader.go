@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/names"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
@@ -35,10 +36,10 @@ import (
 // wait for other Clients' loads).
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGetOrLoad, "", len(keys))
-	out, r, err := mgetOrLoad(ctx, c, c.locals(keys), localLoader(c, keys, loader))
+	out, r, err := mgetOrLoad(ctx, c, c.names.Locals(keys), names.Loader(c.names, keys, loader))
 	err, r.LoaderFailed = unwrapLoader(err)
 	c.obs.End(ctx, oc, r, err)
-	return appKeys(c, keys, out), err
+	return names.AppKeys(c.names, keys, out), err
 }
 
 func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, observe.Result, error) {

@@ -24,7 +24,7 @@ func (c *Client) Delete(ctx context.Context, keys ...string) error {
 // deleteCounted is Delete, observed, returning how many keys held an entry
 // in Redis (Raw.Delete reports it).
 func (c *Client) deleteCounted(ctx context.Context, keys []string) (int64, error) {
-	keys = c.locals(keys)
+	keys = c.names.Locals(keys)
 	var oc *observe.Call
 	if len(keys) == 1 {
 		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, keys[0], 1)

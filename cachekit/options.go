@@ -24,6 +24,10 @@ const MasterKeyEnv = "CACHEKIT_MASTER_KEY"
 // three (see encryption.ParseMasterKeyListHex).
 const PreviousMasterKeysEnv = "CACHEKIT_PREVIOUS_MASTER_KEYS"
 
+// NameKeyEnv is the environment variable Secure reads the hex name key
+// from (64 hex digits; see encryption.Config.NameKey).
+const NameKeyEnv = "CACHEKIT_NAME_KEY"
+
 // RedisURLEnv is the environment variable the examples and the command-line
 // tool read a Redis URL from. The library itself never reads it.
 const RedisURLEnv = "CACHEKIT_REDIS_URL"
@@ -315,8 +319,14 @@ func Secure(masterKeyHex string) (Options, error) {
 			return Options{}, configErrFrom(PreviousMasterKeysEnv, err)
 		}
 	}
-	if err := nameKeyFromEnv(enc); err != nil {
-		return Options{}, err
+	if h := os.Getenv(NameKeyEnv); h != "" {
+		if enc.NameKey, err = encryption.ParseNameKeyHex(h); err != nil {
+			clear(key)
+			for _, k := range enc.PreviousKeys {
+				clear(k)
+			}
+			return Options{}, configErrFrom(NameKeyEnv, err)
+		}
 	}
 	return Options{
 		L1MaxBytes:        defaultL1Bytes,

@@ -315,3 +315,9 @@ func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []err
 	}
 	return done, errs
 }
+
+// StoredKey returns the key, after Options.KeyPrefix, that Redis holds
+// key's entry under: key itself, or its opaque name with a name key
+// (encryption.Config.NameKey). Scan's RawEntry.Key and Swap's RawSwap.Key
+// are such stored keys.
+func (r Raw) StoredKey(key string) string { return r.c.local(key) }
