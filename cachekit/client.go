@@ -41,7 +41,7 @@ type Client struct {
 
 	enc *encryption.Manager // nil: encryption off
 	// names maps keys to opaque local names (Encryption.NameKey, see
-	// names.go); nil: keys are stored as they are.
+	// local); nil: keys are stored as they are.
 	names *names.Namer
 	// aad holds the tenant, prefix, format and compressed components of
 	// every AAD this Client builds, validated once in New; aadErr is what

@@ -10,7 +10,7 @@ package cachekit
 // observed once, by Begin and End (internal/observe); what a Redis
 // failure or miss means to the caller is outcome.go's. Under a name key the
 // public calls first swap the caller's key for its opaque name (local,
-// names.go), and everything below works on that name.
+// client.go), and everything below works on that name.
 
 import (
 	"context"

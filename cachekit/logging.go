@@ -39,7 +39,7 @@ func (c *Client) warn(msg, key string, err error) {
 }
 
 // keyDigest is what logs and errors show instead of a cache key.
-// key is a local name (names.go): the digest is of its Redis key.
+// key is a local name (see Client.local): the digest is of its Redis key.
 func (c *Client) keyDigest(key string) string { return c.digest.Digest(c.fullKey(key)) }
 
 // KeyDigest returns the short digest this Client logs (and puts in
