@@ -229,7 +229,7 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 		c.publish(ctx, "MSet", keys...)
 	}
 	for i, k := range keys {
-		c.accepted(k, tickets[i], batch[i].Value, ttl)
+		c.accepted(k, tickets[i], batch[i].Value, ttl, false)
 	}
 	return r, nil
 }

@@ -176,12 +176,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		c.stats.leaseLost.Add(1) // a write came first: it stays
 		return leased{v: v, at: started}, nil
 	default:
-		if c.l1 != nil {
-			c.admit(key, t, stored, ttl, true)
-		}
-		if c.swr != nil {
-			c.swr.Record(key, c.now(), ttl, ttl)
-		}
+		c.accepted(key, t, stored, ttl, true)
 		return leased{v: v, at: at}, nil
 	}
 	return v, nil
@@ -368,9 +363,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			c.stats.leaseLost.Add(1)
 		default:
 			res[keys[i]] = leased{v: vals[keys[i]], at: fillAt}
-			if c.l1 != nil {
-				c.admit(keys[i], fillTickets[j], items[j].Value, ttl, true)
-			}
+			c.accepted(keys[i], fillTickets[j], items[j].Value, ttl, false) // batches are not refreshed
 		}
 	}
 	return res, nil

@@ -156,10 +156,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		c.stats.leaseLost.Add(1) // a write came first: it stays
 		return nil
 	}
-	c.swr.Record(key, c.now(), ttl, ttl)
-	if c.l1 != nil {
-		c.admit(key, t, stored, ttl, true)
-	}
+	c.accepted(key, t, stored, ttl, true)
 	return nil
 }
 

@@ -71,19 +71,25 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 			return c.writeFailed(ctx, key, err)
 		}
 	}
-	c.accepted(key, t, stored, ttl)
+	c.accepted(key, t, stored, ttl, false)
 	return r, nil
 }
 
 // accepted is what follows a write Redis accepted (in L1-only mode, the
 // write itself): L1 takes the sealed bytes if nothing wrote, deleted or
 // invalidated key since t (else it drops key), and SWR learns the new
-// expiry. Set, MSet and SetIfAbsent/SetIfPresent all end here.
-func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration) {
+// expiry (and, for a GetOrLoad's loaded or refreshed value, starts
+// tracking the key). Set, MSet, SetIfAbsent/SetIfPresent, the lease fills
+// and SWR's refresh all end here.
+func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration, loaded bool) {
 	if c.l1 != nil {
 		c.admit(key, t, stored, ttl, true)
 	}
-	if c.swr != nil {
+	switch {
+	case c.swr == nil:
+	case loaded:
+		c.swr.Record(key, c.now(), ttl, ttl)
+	default:
 		c.swr.Rewritten(key, c.now(), ttl)
 	}
 }
