@@ -45,6 +45,10 @@
 //     non-nil pointer is written through, a non-nil map is added to, a
 //     slice with the capacity is reused; never more elements than the data
 //     declares.
+//   - Strings shorter than 1 KiB share blocks of at most 1 KiB, sized to
+//     the bytes left in the document (one allocation for all the strings
+//     of a small document, where msgpack makes one per string); a string
+//     kept alive keeps its block alive, so at most 1 KiB beside it.
 //   - Decode never panics on any data: malformed, truncated or hostile
 //     input reports false (the fuzz and robustness tests hold it to this).
 package structdec
