@@ -3,6 +3,8 @@ package structdec
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // TestTruncationsAndBitFlips decodes every prefix and every single-bit
@@ -19,6 +21,8 @@ func TestTruncationsAndBitFlips(t *testing.T) {
 		{reflect.TypeFor[Outer](), encodeCompact(t, outer)},
 		{reflect.TypeFor[Named](), encodeCompact(t, newDst(reflect.TypeFor[Named](), roomyDst))},
 		{reflect.TypeFor[Ints](), encodeCompact(t, newDst(reflect.TypeFor[Ints](), roomyDst))},
+		{reflect.TypeFor[Member](), encodeCompact(t, fixture.NewMember(0))},
+		{reflect.TypeFor[Ptrs](), encodeCompact(t, newDst(reflect.TypeFor[Ptrs](), tightDst))},
 	}
 	for _, tg := range targets {
 		fast := 0
