@@ -296,9 +296,11 @@ func (r *reader) stringsField(dst *[]string) bool {
 	return true
 }
 
-// structField decodes a nested struct: a map is decoded field by field, nil
-// zeroes the whole struct (unexported fields too, as reflect's Set does in
-// msgpack), and anything else (an array-encoded struct included) is left to
+// structField decodes a nested struct (or an embedded one, under its own
+// key): a map is decoded field by field, nil zeroes the whole struct
+// (unexported fields too, as reflect's Set does in msgpack) except under an
+// unexported embedded struct's key, where msgpack panics and nil is left to
+// it, and anything else (an array-encoded struct included) is left to
 // msgpack.
 func (r *reader) structField(f *field, ptr unsafe.Pointer) bool {
 	c, ok := r.code()

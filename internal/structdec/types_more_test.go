@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
@@ -141,6 +143,7 @@ func init() {
 		reflect.TypeFor[withBadPtr](),
 		reflect.TypeFor[withMethodElem](),
 		reflect.TypeFor[withMethodKey](),
+		reflect.TypeFor[withRegEmbed](),
 	)
 }
 
@@ -182,4 +185,21 @@ type (
 	withBadPtr      struct{ P *withIface }
 	withMethodElem  struct{ S []textField }
 	withMethodKey   struct{ M map[textField]int }
+	// An embedded struct with a decoder from msgpack.Register: msgpack does
+	// not inline it, which only the probe can notice.
+	withRegEmbed struct {
+		RegEmbedded
+		B int `msgpack:"b"`
+	}
 )
+
+// RegEmbedded gets a decoder through msgpack.Register (it reads an int).
+type RegEmbedded struct{ A int }
+
+func init() {
+	msgpack.Register(RegEmbedded{}, nil, func(d *msgpack.Decoder, v reflect.Value) error {
+		n, err := d.DecodeInt()
+		v.Field(0).SetInt(int64(n) + 1)
+		return err
+	})
+}
