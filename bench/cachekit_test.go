@@ -26,6 +26,8 @@ func BenchmarkCachekit(b *testing.B) {
 	b.Run("GetSeq100/encrypted/bytes/100B", func(b *testing.B) { benchMany(b, 100, false) })
 	b.Run("L1Hit/encrypted/profile/1KiB", func(b *testing.B) { benchL1HitProfile(b, 1024) })
 	b.Run("L1Hit/encrypted/profile/256B", func(b *testing.B) { benchL1HitProfile(b, 256) })
+	b.Run("L1Hit/encrypted/member/1KiB", func(b *testing.B) { benchL1HitMember(b, 1024) })
+	b.Run("L1Hit/encrypted/member/256B", func(b *testing.B) { benchL1HitMember(b, 256) })
 	b.Run("GetOrLoadHit/encrypted/struct/100B", benchGetOrLoadHit)
 	b.Run("L1HitParallel/encrypted/bytes/100B", func(b *testing.B) { benchL1HitBytes(b, true, 100, true) })
 	b.Run("L1HitParallel/encrypted/struct/100B", func(b *testing.B) { benchL1HitStruct(b, true, 100, true) })
@@ -111,6 +113,22 @@ func benchL1HitProfile(b *testing.B, n int) {
 	b.SetBytes(int64(n))
 	run(b, how{}, func() fixture.Profile { return fixture.Profile{} }, func(p *fixture.Profile) error {
 		return c.Get(bg, key, p)
+	})
+}
+
+// benchL1HitMember is the struct hit for the shape with every field kind
+// the fast decoder covers (fixture.Member: an embedded struct of times, a
+// bool, pointers to a string and a struct, a nested struct, maps of
+// strings and integers, slices of integers and strings).
+func benchL1HitMember(b *testing.B, n int) {
+	c := newClient(b, clientConfig{encrypted: true, l1: true})
+	key := benchKey(b, "l1m")
+	if err := c.SetWithTTL(bg, key, fixture.NewMember(n), time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(n))
+	run(b, how{}, func() fixture.Member { return fixture.Member{} }, func(m *fixture.Member) error {
+		return c.Get(bg, key, m)
 	})
 }
 

@@ -19,6 +19,8 @@ func BenchmarkPeer(b *testing.B) {
 		if sz.N == 1024 {
 			b.Run("GoRedisCache/LocalHit/profile/1KiB", func(b *testing.B) { benchPeerLocalHit(b, fixture.NewProfile(1024), 1024) })
 			b.Run("GoRedisCache/LocalHit/profile/256B", func(b *testing.B) { benchPeerLocalHit(b, fixture.NewProfile(256), 256) })
+			b.Run("GoRedisCache/LocalHit/member/1KiB", func(b *testing.B) { benchPeerLocalHit(b, fixture.NewMember(1024), 1024) })
+			b.Run("GoRedisCache/LocalHit/member/256B", func(b *testing.B) { benchPeerLocalHit(b, fixture.NewMember(256), 256) })
 		}
 	}
 	b.Run("GoRedisCache/RedisGet/bytes/1KiB", benchPeerRedisGet)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"reflect"
+	"time"
 	"unsafe"
 )
 
@@ -96,10 +97,34 @@ func (r *reader) nextField(fs []field, hint int) int {
 
 // field decodes one value into the field f stored at ptr, accepting exactly
 // the codes msgpack's decoder for f's kind accepts without error and storing
-// what that decoder stores (reflect's SetInt, SetUint and SetFloat truncate
-// to the field's width the same way the conversions below do).
+// what that decoder stores.
 func (r *reader) field(f *field, ptr unsafe.Pointer) bool {
 	switch f.kind {
+	case kBytes:
+		return r.bytesField((*[]byte)(ptr))
+	case kStrings:
+		return r.stringsField((*[]string)(ptr))
+	case kStruct:
+		return r.structField(f, ptr)
+	case kTime:
+		return r.timeField((*time.Time)(ptr))
+	case kPtr:
+		return r.pointerField(f, (*unsafe.Pointer)(ptr))
+	case kSlice:
+		return r.sliceField(f.elem, ptr)
+	case kMap:
+		return r.mapField(f.elem, ptr)
+	}
+	return r.scalar(f.kind, ptr)
+}
+
+// scalar decodes one value into the scalar of kind k (bool, an integer, a
+// float or a string kind) at ptr, as msgpack's decoder for that kind does
+// (reflect's SetInt, SetUint and SetFloat truncate to the value's width the
+// same way the conversions below do). It does not retain ptr, so a caller's
+// local variable stays on its stack.
+func (r *reader) scalar(k kind, ptr unsafe.Pointer) bool {
+	switch k {
 	case kBool:
 		c, ok := r.code()
 		switch {
@@ -117,7 +142,7 @@ func (r *reader) field(f *field, ptr unsafe.Pointer) bool {
 		if !ok {
 			return false
 		}
-		storeInt(f.kind, ptr, v)
+		storeInt(k, ptr, v)
 	case kFloat32:
 		c, ok := r.code()
 		if !ok {
@@ -169,12 +194,6 @@ func (r *reader) field(f *field, ptr unsafe.Pointer) bool {
 			return false
 		}
 		*(*string)(ptr) = s
-	case kBytes:
-		return r.bytesField((*[]byte)(ptr))
-	case kStrings:
-		return r.stringsField((*[]string)(ptr))
-	case kStruct:
-		return r.structField(f, ptr)
 	default:
 		return false
 	}
@@ -277,9 +296,11 @@ func (r *reader) stringsField(dst *[]string) bool {
 	return true
 }
 
-// structField decodes a nested struct: a map is decoded field by field, nil
-// zeroes the whole struct (unexported fields too, as reflect's Set does in
-// msgpack), and anything else (an array-encoded struct included) is left to
+// structField decodes a nested struct (or an embedded one, under its own
+// key): a map is decoded field by field, nil zeroes the whole struct
+// (unexported fields too, as reflect's Set does in msgpack) except under an
+// unexported embedded struct's key, where msgpack panics and nil is left to
+// it, and anything else (an array-encoded struct included) is left to
 // msgpack.
 func (r *reader) structField(f *field, ptr unsafe.Pointer) bool {
 	c, ok := r.code()
@@ -287,9 +308,30 @@ func (r *reader) structField(f *field, ptr unsafe.Pointer) bool {
 		return false
 	}
 	if c == cNil {
+		if f.roNil {
+			return false
+		}
 		reflect.NewAt(f.typ, ptr).Elem().SetZero()
 		return true
 	}
 	n, ok := r.mapLen(c)
 	return ok && r.structBody(f.sub, ptr, n)
+}
+
+// pointerField decodes into the pointer at dst as msgpack's pointer
+// decoder does: nil stores a nil pointer; anything else is decoded into
+// the current pointee, which is allocated (zero) and stored first when the
+// pointer is nil. A non-nil pointer is written through, not replaced.
+func (r *reader) pointerField(f *field, dst *unsafe.Pointer) bool {
+	if r.i < len(r.b) && r.b[r.i] == cNil {
+		r.i++
+		*dst = nil
+		return true
+	}
+	p := *dst
+	if p == nil {
+		p = reflect.New(f.elem.typ).UnsafePointer()
+		*dst = p
+	}
+	return r.field(f.elem, p)
 }

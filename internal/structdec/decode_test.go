@@ -327,7 +327,9 @@ func TestEligible(t *testing.T) {
 		want := keysOf(typ)
 		var got []string
 		for _, f := range p.fields {
-			got = append(got, f.name)
+			if !f.embed { // msgpack decodes an embed's key but never writes it
+				got = append(got, f.name)
+			}
 		}
 		if !sameSet(got, want) {
 			t.Errorf("%v: plan keys %q, msgpack keys %q", typ, got, want)

@@ -3,6 +3,8 @@ package structdec
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // fuzzTypes are the destinations FuzzDecode decodes into, picked by the
@@ -11,6 +13,12 @@ var fuzzTypes = []reflect.Type{
 	reflect.TypeFor[Record](),
 	reflect.TypeFor[Outer](),
 	reflect.TypeFor[Named](),
+	reflect.TypeFor[Member](),
+	reflect.TypeFor[Times](),
+	reflect.TypeFor[Ptrs](),
+	reflect.TypeFor[Maps](),
+	reflect.TypeFor[Slices](),
+	reflect.TypeFor[EmbedsDeep](),
 }
 
 // fuzzSeeds returns the encoded documents of the other tests.
@@ -24,11 +32,17 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	for _, v := range catalogue() {
 		seeds = append(seeds, fmap(fixstr("tags"), v), fmap(fixstr("in"), fmap(fixstr("tags"), v)), fmap(fixstr("f32"), v))
 	}
+	for _, d := range kindDocs() {
+		seeds = append(seeds, d)
+	}
+	for _, size := range []int{0, 300} {
+		seeds = append(seeds, encodings(tb, fixture.NewMember(size))...)
+	}
 	return seeds
 }
 
 // FuzzDecode checks the differential property on arbitrary documents, for
-// three destination types and every pre-population.
+// the destination types above and every pre-population.
 func FuzzDecode(f *testing.F) {
 	seeds := fuzzSeeds(f)
 	if len(seeds) == 0 {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -163,9 +164,31 @@ func settable(v reflect.Value) reflect.Value {
 	return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
 }
 
+// oldZone is the location of every pre-filled time.Time, one pointer for
+// all destinations so that untouched times compare equal.
+var oldZone = time.FixedZone("old", 3600)
+
 func fill(v reflect.Value, mode fillMode) {
 	v = settable(v)
+	if v.Type() == reflect.TypeFor[time.Time]() {
+		v.Set(reflect.ValueOf(time.Date(2001, 2, 3, 4, 5, 6, 7, oldZone)))
+		return
+	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fill(p.Elem(), mode)
+		v.Set(p)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		if v.Type().Key().Kind() == reflect.String {
+			for _, k := range []string{"old", "k"} {
+				e := reflect.New(v.Type().Elem()).Elem()
+				fill(e, mode)
+				m.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
+			}
+		}
+		v.Set(m)
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			fill(v.Field(i), mode)
@@ -195,15 +218,22 @@ func fill(v reflect.Value, mode fillMode) {
 
 // ---- comparison ----
 
-// slicePtrs records the backing array of every slice reachable in v.
+// slicePtrs records the backing array of every slice, the pointee of
+// every pointer and every map reachable in v (through struct fields and
+// pointers).
 func slicePtrs(v reflect.Value, path string, out map[string]uintptr) {
 	switch v.Kind() {
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			slicePtrs(v.Field(i), path+"."+v.Type().Field(i).Name, out)
 		}
-	case reflect.Slice:
+	case reflect.Slice, reflect.Map:
 		out[path] = v.Pointer()
+	case reflect.Pointer:
+		out[path] = v.Pointer()
+		if !v.IsNil() && v.Type() != reflect.TypeFor[*time.Location]() {
+			slicePtrs(v.Elem(), path+"*", out)
+		}
 	}
 }
 
@@ -213,7 +243,45 @@ func slicePtrs(v reflect.Value, path string, out map[string]uintptr) {
 // slice still uses the backing array it started with (initA, initB).
 func sameState(a, b reflect.Value, path string, initA, initB map[string]uintptr) string {
 	a, b = settable(a), settable(b)
+	if a.Type() == reflect.TypeFor[time.Time]() {
+		// Exact: wall clock, monotonic/ext word and location pointer.
+		if ta, tb := a.Interface().(time.Time), b.Interface().(time.Time); ta != tb {
+			return fmt.Sprintf("%s: time %v vs %v", path, ta, tb)
+		}
+		return ""
+	}
 	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() != b.IsNil() {
+			return fmt.Sprintf("%s: nil %v vs %v", path, a.IsNil(), b.IsNil())
+		}
+		if ra, rb := a.Pointer() == initA[path], b.Pointer() == initB[path]; ra != rb {
+			return fmt.Sprintf("%s: keeps its starting pointee %v vs %v", path, ra, rb)
+		}
+		if a.IsNil() {
+			return ""
+		}
+		return sameState(a.Elem(), b.Elem(), path+"*", initA, initB)
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return fmt.Sprintf("%s: nil %v/%v len %d/%d", path, a.IsNil(), b.IsNil(), a.Len(), b.Len())
+		}
+		if ra, rb := a.Pointer() == initA[path], b.Pointer() == initB[path]; ra != rb {
+			return fmt.Sprintf("%s: keeps its starting map %v vs %v", path, ra, rb)
+		}
+		for it := a.MapRange(); it.Next(); {
+			vb := b.MapIndex(it.Key())
+			if !vb.IsValid() {
+				return fmt.Sprintf("%s: key %v missing", path, it.Key())
+			}
+			ea, eb := reflect.New(a.Type().Elem()).Elem(), reflect.New(a.Type().Elem()).Elem()
+			ea.Set(it.Value())
+			eb.Set(vb)
+			if d := sameState(ea, eb, fmt.Sprintf("%s[%v]", path, it.Key()), nil, nil); d != "" {
+				return d
+			}
+		}
+		return ""
 	case reflect.Struct:
 		for i := 0; i < a.NumField(); i++ {
 			if d := sameState(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name, initA, initB); d != "" {

@@ -1,14 +1,11 @@
 package structdec
 
 import (
-	"encoding"
 	"encoding/binary"
 	"reflect"
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // kind says how one field is decoded and stored.
@@ -32,6 +29,10 @@ const (
 	kBytes   // a slice whose element kind is uint8
 	kStrings // a slice whose element type is exactly string
 	kStruct  // a nested struct held by value
+	kTime    // time.Time, from msgpack's timestamp extension (-1)
+	kPtr     // a pointer to a value of another kind but kPtr (elem)
+	kSlice   // a slice of a scalar or named-string element (elem)
+	kMap     // a map from a string kind to a scalar or string (elem)
 )
 
 // field is one decodable struct field: its msgpack key, its offset in the
@@ -41,8 +42,17 @@ type field struct {
 	word uint64 // name's bytes little-endian, when it is at most 8 long
 	off  uintptr
 	kind kind
-	typ  reflect.Type // the field's type, used to zero a nested struct
+	typ  reflect.Type // the field's type (to zero a nested struct, allocate a pointee)
 	sub  *plan        // the nested struct's plan, for kStruct
+	elem *field       // the pointee (kPtr), element (kSlice) or map value (kMap), at offset 0
+
+	// embed marks the key of an embedded struct as a whole (msgpack
+	// accepts it beside the inlined fields); such fields are not inlined
+	// into an enclosing struct's plan.
+	embed bool
+	// roNil marks an unexported embedded struct's key: msgpack panics
+	// zeroing it on nil (reflect refuses to set it), so nil is refused.
+	roNil bool
 }
 
 // plan is the decoding recipe for one struct type.
@@ -113,30 +123,6 @@ func loadWord(key []byte) uint64 {
 	return w
 }
 
-// Interfaces through which msgpack hands a value to the type's own code. A
-// type implementing any of them, itself or through its pointer, is
-// ineligible.
-var decoderIfaces = []reflect.Type{
-	reflect.TypeFor[msgpack.CustomDecoder](),
-	reflect.TypeFor[msgpack.Unmarshaler](),
-	reflect.TypeFor[encoding.BinaryUnmarshaler](),
-	reflect.TypeFor[encoding.TextUnmarshaler](),
-}
-
-var stringType = reflect.TypeFor[string]()
-
-// hasDecoderMethod reports whether msgpack would decode t, or t through its
-// pointer, with a method of t's own.
-func hasDecoderMethod(t reflect.Type) bool {
-	pt := reflect.PointerTo(t)
-	for _, it := range decoderIfaces {
-		if t.Implements(it) || pt.Implements(it) {
-			return true
-		}
-	}
-	return false
-}
-
 // cache maps a destination pointer type to its *plan, or to a nil *plan when
 // the type is ineligible.
 var cache sync.Map
@@ -190,103 +176,4 @@ func planFor(pt reflect.Type) *plan {
 	}
 	v, _ := cache.LoadOrStore(pt, p)
 	return v.(*plan)
-}
-
-// buildPlan analyses the struct type t, or returns nil when t or any field
-// type inside it is ineligible.
-func buildPlan(t reflect.Type) *plan {
-	if hasDecoderMethod(t) {
-		return nil
-	}
-	p := &plan{typ: t}
-	seen := make(map[string]bool, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if sf.Anonymous || sf.Name == "_msgpack" {
-			return nil
-		}
-		if !sf.IsExported() {
-			continue // msgpack ignores unexported fields, tag and all
-		}
-		tag, ok := parseTag(sf.Tag.Get("msgpack"))
-		if !ok {
-			return nil
-		}
-		if tag.skip {
-			continue
-		}
-		f := field{name: tag.name, off: sf.Offset, typ: sf.Type}
-		if f.name == "" {
-			f.name = sf.Name
-		}
-		if len(f.name) <= 8 {
-			f.word = loadWord([]byte(f.name))
-		}
-		if seen[f.name] {
-			return nil
-		}
-		seen[f.name] = true
-		if f.kind, f.sub = fieldKind(sf.Type); f.kind == 0 {
-			return nil
-		}
-		p.fields = append(p.fields, f)
-	}
-	if len(p.fields) >= mapLookupMin {
-		p.byName = make(map[string]int, len(p.fields))
-		for i, f := range p.fields {
-			p.byName[f.name] = i
-		}
-	}
-	return p
-}
-
-// fieldKind classifies a field type, returning 0 when it is ineligible and
-// the nested plan for a struct.
-func fieldKind(t reflect.Type) (kind, *plan) {
-	if hasDecoderMethod(t) {
-		return 0, nil
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return kBool, nil
-	case reflect.Int:
-		return kInt, nil
-	case reflect.Int8:
-		return kInt8, nil
-	case reflect.Int16:
-		return kInt16, nil
-	case reflect.Int32:
-		return kInt32, nil
-	case reflect.Int64:
-		return kInt64, nil
-	case reflect.Uint:
-		return kUint, nil
-	case reflect.Uint8:
-		return kUint8, nil
-	case reflect.Uint16:
-		return kUint16, nil
-	case reflect.Uint32:
-		return kUint32, nil
-	case reflect.Uint64:
-		return kUint64, nil
-	case reflect.Float32:
-		return kFloat32, nil
-	case reflect.Float64:
-		return kFloat64, nil
-	case reflect.String:
-		return kString, nil
-	case reflect.Slice:
-		elem := t.Elem()
-		if elem.Kind() == reflect.Uint8 && !hasDecoderMethod(elem) {
-			return kBytes, nil
-		}
-		if elem == stringType {
-			return kStrings, nil
-		}
-	case reflect.Struct:
-		if sub := buildPlan(t); sub != nil {
-			return kStruct, sub
-		}
-	}
-	return 0, nil
 }

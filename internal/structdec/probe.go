@@ -10,7 +10,8 @@ import (
 
 // probe checks a freshly built plan against msgpack itself: it decodes two
 // documents covering every field (one with a value of the field's kind, one
-// with nil) both ways and reports whether the results agree. It catches
+// with nil, or the zero instant for a time.Time) both ways and reports
+// whether the results agree. It catches
 // decoders installed with msgpack.Register or msgpack.RegisterExtDecoder,
 // which the type analysis cannot see, whenever they change the result for
 // these documents.
@@ -44,27 +45,54 @@ func unmarshalNoPanic(doc []byte, dst any) (ok bool) {
 }
 
 // appendProbe appends a map holding every field of p: nil values when null
-// is set (nested structs still as maps), otherwise a non-zero value of each
-// field's kind.
+// is set (nested structs still as maps, times as the zero instant, which
+// msgpack converts to UTC, since nil makes msgpack panic), otherwise a
+// non-zero value of each field's kind.
 func appendProbe(b []byte, p *plan, null bool) []byte {
 	b = append(b, cMap32)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(p.fields)))
 	for i := range p.fields {
 		f := &p.fields[i]
 		b = appendStr(b, f.name)
-		switch {
-		case f.kind == kStruct:
-			b = appendProbe(b, f.sub, null)
-		case null:
-			b = append(b, cNil)
-		default:
-			b = appendProbeValue(b, f.kind, i)
-		}
+		b = appendProbeField(b, f, i, null)
 	}
 	return b
 }
 
-// appendProbeValue appends a value for a field of kind k; i varies it.
+// appendProbeField appends a value for the field f (nil when null is set
+// and the field takes it, see appendProbe); i varies it.
+func appendProbeField(b []byte, f *field, i int, null bool) []byte {
+	switch {
+	case f.kind == kStruct:
+		return appendProbe(b, f.sub, null)
+	case f.kind == kTime && null:
+		// The zero time.Time: 0 ns, -62135596800 s, in the 12-byte form.
+		b = append(b, cExt8, 12, timeExtID, 0, 0, 0, 0)
+		return binary.BigEndian.AppendUint64(b, zeroUnix)
+	case null:
+		return append(b, cNil)
+	case f.kind == kTime:
+		// 2026-12-05T06:00:00.5Z plus i seconds, in the 8-byte form.
+		b = append(b, cFixExt+3, timeExtID)
+		return binary.BigEndian.AppendUint64(b, 500_000_000<<34|uint64(1796450400+i))
+	case f.kind == kPtr:
+		return appendProbeField(b, f.elem, i, false)
+	case f.kind == kSlice:
+		b = append(b, 0x92)
+		return appendProbeValue(appendProbeValue(b, f.elem.kind, i), f.elem.kind, i+1)
+	case f.kind == kMap:
+		b = append(b, 0x82)
+		b = appendProbeValue(appendStr(b, "k"), f.elem.kind, i)
+		return appendProbeValue(appendStr(b, "l"), f.elem.kind, i+1)
+	}
+	return appendProbeValue(b, f.kind, i)
+}
+
+// zeroUnix is the Unix time of time.Time's zero value.
+const zeroUnix = 1<<64 - 62135596800 // as uint64 bits
+
+// appendProbeValue appends a value for a field of a scalar, string, []byte
+// or []string kind k; i varies it.
 func appendProbeValue(b []byte, k kind, i int) []byte {
 	switch k {
 	case kBool:

@@ -1,5 +1,7 @@
 package structdec
 
+import "unsafe"
+
 // msgpack format codes this package reads.
 const (
 	cNil    = 0xc0
@@ -36,6 +38,37 @@ const (
 type reader struct {
 	b []byte
 	i int
+
+	// arena holds the bytes of the strings decoded so far (see copyString);
+	// its spare capacity takes the next ones.
+	arena []byte
+}
+
+// arenaMax is the largest allocation copyString shares between strings:
+// a string that is kept alive keeps at most this many bytes of other
+// strings (and of unused capacity) alive with it.
+const arenaMax = 1024
+
+// copyString returns a string holding a copy of b. Strings shorter than
+// arenaMax are copied into a block shared with the strings decoded after
+// them, so that a document's strings cost one allocation rather than one
+// each: the block is sized to the bytes left in the document (an upper
+// bound on the strings still to come, b included), at most arenaMax. The
+// strings are values like any other (immutable; nothing writes to a block
+// after a string was cut from it); only their retention differs from
+// msgpack's one allocation per string.
+func (r *reader) copyString(b []byte) string {
+	n := len(b)
+	if n >= arenaMax {
+		return string(b)
+	}
+	if n > cap(r.arena)-len(r.arena) {
+		size := min(len(r.b)-r.i+n, arenaMax)
+		r.arena = make([]byte, 0, max(size, n))
+	}
+	start := len(r.arena)
+	r.arena = append(r.arena, b...)
+	return unsafe.String(&r.arena[start], n)
 }
 
 // code reads one byte.
@@ -207,7 +240,7 @@ func (r *reader) key() ([]byte, bool) {
 }
 
 // string reads a string as msgpack's DecodeString does: nil and empty
-// strings are "", anything else is copied.
+// strings are "", anything else is copied (see copyString).
 func (r *reader) string() (string, bool) {
 	if r.i < len(r.b) {
 		if c := r.b[r.i]; c > 0xa0 && c <= 0xbf { // non-empty fixstr
@@ -217,7 +250,7 @@ func (r *reader) string() (string, bool) {
 				return "", false
 			}
 			r.i = start + n
-			return string(r.b[start : start+n]), true
+			return r.copyString(r.b[start : start+n]), true
 		}
 	}
 	b, _, ok := r.str()
@@ -227,7 +260,7 @@ func (r *reader) string() (string, bool) {
 	if len(b) == 0 {
 		return "", true
 	}
-	return string(b), true
+	return r.copyString(b), true
 }
 
 // mapLen finishes a map header whose code c was already read. Nil is not a

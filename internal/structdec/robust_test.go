@@ -3,6 +3,8 @@ package structdec
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 )
 
 // TestTruncationsAndBitFlips decodes every prefix and every single-bit
@@ -19,6 +21,8 @@ func TestTruncationsAndBitFlips(t *testing.T) {
 		{reflect.TypeFor[Outer](), encodeCompact(t, outer)},
 		{reflect.TypeFor[Named](), encodeCompact(t, newDst(reflect.TypeFor[Named](), roomyDst))},
 		{reflect.TypeFor[Ints](), encodeCompact(t, newDst(reflect.TypeFor[Ints](), roomyDst))},
+		{reflect.TypeFor[Member](), encodeCompact(t, fixture.NewMember(0))},
+		{reflect.TypeFor[Ptrs](), encodeCompact(t, newDst(reflect.TypeFor[Ptrs](), tightDst))},
 	}
 	for _, tg := range targets {
 		fast := 0
@@ -122,7 +126,7 @@ func TestUnknownKeysStayFast(t *testing.T) {
 // only the probe can see) gets no plan.
 func TestBuildPlanRejects(t *testing.T) {
 	for _, typ := range ineligible {
-		if typ == reflect.TypeFor[withRegistered]() {
+		if typ == reflect.TypeFor[withRegistered]() || typ == reflect.TypeFor[withRegEmbed]() {
 			if buildPlan(typ) == nil {
 				t.Errorf("%v: the type analysis should not see msgpack.Register", typ)
 			}

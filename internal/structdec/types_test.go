@@ -155,23 +155,10 @@ var eligible = []reflect.Type{
 
 // Ineligible types, one per reason.
 type (
-	withPtr       struct{ P *int }
-	withMap       struct{ M map[string]string }
-	withIface     struct{ I any }
-	withArray     struct{ A [4]byte }
-	withIntSlice  struct{ S []int }
-	withNamedElem struct{ S []myString }
-	withUintptr   struct{ U uintptr }
-	withTime      struct{ T time.Time }
-	withComplex   struct{ C complex128 }
-	withEmbedded  struct {
-		Inner
-		X int
-	}
-	withEmbeddedLower struct {
-		innerLower
-		X int
-	}
+	withIface   struct{ I any }
+	withArray   struct{ A [4]byte }
+	withUintptr struct{ U uintptr }
+	withComplex struct{ C complex128 }
 	withAsArray struct {
 		_msgpack struct{} `msgpack:",as_array"`
 		A        int
@@ -201,7 +188,7 @@ type (
 	}
 	withNestedBad struct {
 		Ok  Inner
-		Bad withPtr
+		Bad withIface
 	}
 	withCustomDec   struct{ C customDec }
 	withUnmarshaler struct{ U valUnmarshaler }
@@ -262,17 +249,10 @@ func init() {
 
 // ineligible lists types Decode must always leave to msgpack.
 var ineligible = []reflect.Type{
-	reflect.TypeFor[withPtr](),
-	reflect.TypeFor[withMap](),
 	reflect.TypeFor[withIface](),
 	reflect.TypeFor[withArray](),
-	reflect.TypeFor[withIntSlice](),
-	reflect.TypeFor[withNamedElem](),
 	reflect.TypeFor[withUintptr](),
-	reflect.TypeFor[withTime](),
 	reflect.TypeFor[withComplex](),
-	reflect.TypeFor[withEmbedded](),
-	reflect.TypeFor[withEmbeddedLower](),
 	reflect.TypeFor[withAsArray](),
 	reflect.TypeFor[withAlias](),
 	reflect.TypeFor[withIntern](),
