@@ -30,8 +30,8 @@ func TestRewriteOfHotKeyStaysInPlace(t *testing.T) {
 		t.Fatalf("Sets grew by %d, want 2: a rewrite is a Set", got)
 	}
 	// The charge stays the first value's: never below what is held.
-	if st.CostBytes != 100 {
-		t.Fatalf("CostBytes = %d, want the 100 charged for the entry", st.CostBytes)
+	if st.CostBytes != chargeOf(100) {
+		t.Fatalf("CostBytes = %d, want the %d charged for the entry", st.CostBytes, chargeOf(100))
 	}
 }
 
@@ -40,8 +40,8 @@ func TestRewriteRefusedWhenTheChargeWouldNotFit(t *testing.T) {
 		name   string
 		second int
 	}{
-		{"longer value", 101},
-		{"under half the charge", 49},
+		{"larger size class", 113},    // 128 bytes against the entry's 112
+		{"under half the charge", 48}, // 48 bytes, under half of 112
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, Config{MaxBytes: 1 << 20})
@@ -58,8 +58,8 @@ func TestRewriteRefusedWhenTheChargeWouldNotFit(t *testing.T) {
 				t.Fatalf("Rewrites = %d, want %d: this write must go through ristretto", got, before)
 			}
 			c.rc.Wait() // ristretto applies an update's cost on its policy goroutine
-			if got := c.Stats().CostBytes; got != int64(tc.second) {
-				t.Fatalf("CostBytes = %d, want %d after a full write", got, tc.second)
+			if got := c.Stats().CostBytes; got != chargeOf(tc.second) {
+				t.Fatalf("CostBytes = %d, want %d after a full write", got, chargeOf(tc.second))
 			}
 		})
 	}

@@ -16,10 +16,15 @@ type Stats struct {
 	Misses uint64
 	// Sets counts Set and SetIfVersion calls that stored their value.
 	Sets uint64
-	// Rejected counts writes refused by admission: TinyLFU judged the new
-	// key colder than what it would displace, or the value alone exceeds
-	// MaxBytes.
+	// Rejected counts writes refused by admission: the entry's charge
+	// alone exceeds MaxBytes (Set returns false), or TinyLFU judged the
+	// new key colder than what it would displace (decided after Set
+	// returned true; counted in Refused too).
 	Rejected uint64
+	// Refused counts the new entries that ristretto's admission turned
+	// away after their Set had returned true and Get had served them: the
+	// entry then leaves the cache, as if evicted. It is part of Rejected.
+	Refused uint64
 	// Rewrites counts the Sets among them that replaced the value of an
 	// entry already cached in place, keeping its expiry (see Set).
 	Rewrites uint64
@@ -35,9 +40,12 @@ type Stats struct {
 	// its expiry (each such Get counts, until the key is written again or
 	// the entry is evicted).
 	Expirations uint64
-	// CostBytes is the total cost of the entries currently held, in bytes
-	// of stored values; 0 after Close.
+	// CostBytes is the total charge of the entries ristretto holds now,
+	// in bytes of memory (see Config.MaxBytes); 0 after Close.
 	CostBytes int64
+	// Entries is the number of entries Get can find now, including new
+	// ones still waiting for ristretto's admission verdict.
+	Entries int64
 }
 
 // counters are the cache-wide counters. The hot ones (hits, misses) live in
@@ -46,6 +54,7 @@ type counters struct {
 	sets        atomic.Uint64
 	rewrites    atomic.Uint64
 	rejected    atomic.Uint64
+	refused     atomic.Uint64
 	dropped     atomic.Uint64
 	stale       atomic.Uint64
 	evictions   atomic.Uint64
@@ -58,6 +67,7 @@ func (c *Cache) Stats() Stats {
 		Sets:        c.ctr.sets.Load(),
 		Rewrites:    c.ctr.rewrites.Load(),
 		Rejected:    c.ctr.rejected.Load(),
+		Refused:     c.ctr.refused.Load(),
 		Dropped:     c.ctr.dropped.Load(),
 		Stale:       c.ctr.stale.Load(),
 		Evictions:   c.ctr.evictions.Load(),
@@ -73,26 +83,33 @@ func (c *Cache) Stats() Stats {
 		st.CostBytes = c.cfg.maxBytes - c.rc.RemainingCost()
 	}
 	sh.mu.RUnlock()
+	st.Entries = int64(c.idx.len())
 	return st
 }
 
-// onReject is ristretto's OnReject callback. It runs on ristretto's buffer
-// goroutine before any Wait queued after the write returns, which is how put
-// learns the verdict.
+// onReject is ristretto's OnReject callback, on its buffer goroutine: the
+// entry, which Get may have served since its Set, leaves the index (unless
+// a newer entry of the key replaced it there), and put learns the verdict
+// from the flag if it waits for it.
 func (c *Cache) onReject(it *ristretto.Item[*entry]) {
-	if it.Value != nil {
-		it.Value.rejected.Store(true)
-	}
 	c.ctr.rejected.Add(1)
+	e := it.Value
+	if e == nil {
+		return
+	}
+	e.meta.Or(entryRejected)
+	if c.idx.remove(e.hash, e.check, e) != nil {
+		c.ctr.refused.Add(1)
+	}
 }
 
 // onEvict is ristretto's OnEvict callback: for victims of the eviction
 // policy, and for everything Clear drops, which is not counted. It takes
-// the entry out of the read index (see publish).
+// the entry out of the index, unless a newer entry of the key replaced it
+// there.
 func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
 	if e := it.Value; e != nil {
-		e.gone.Store(true)
-		c.index.CompareAndDelete(e.key, e)
+		c.idx.remove(e.hash, e.check, e)
 	}
 	if c.clearing.Load() {
 		return
