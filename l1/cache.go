@@ -238,6 +238,19 @@ func (c *Cache) Set(key string, val []byte, ttl time.Duration) bool {
 	return c.write(key, val, ttl, 0, false)
 }
 
+// Wait blocks until ristretto has decided on every new entry queued before
+// the call (admitted, refused or evicted it), so that Stats.CostBytes
+// counts them. Reads and writes never need it: Get serves a new entry from
+// the moment its Set returns. It returns at once on a closed cache.
+func (c *Cache) Wait() {
+	sh := &c.shards[0]
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if !c.closed {
+		c.rc.Wait()
+	}
+}
+
 // Delete removes key and advances its Version, so that a backfill which
 // read the key before the Delete cannot bring it back.
 func (c *Cache) Delete(key string) {
