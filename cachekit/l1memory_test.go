@@ -28,12 +28,6 @@ func heapInuse() (inuse, alloc int64) {
 	return int64(m.HeapInuse), int64(m.HeapAlloc)
 }
 
-// sessionKey is a 25-byte key.
-func sessionKey(i int) string {
-	s := strconv.Itoa(i)
-	return "session:" + strings.Repeat("0", 17-len(s)) + s
-}
-
 // memCase is one client shape of the matrix.
 type memCase struct {
 	name string
@@ -87,9 +81,6 @@ func (r memoryReport) log(tb testing.TB, what string) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
-
-// value32 is a 32-byte value, a session token's size.
-var value32 = strings.Repeat("v", 32)
 
 // TestL1MemoryAdmission300k: 300,000 small entries into the presets' 64 MiB
 // L1 stay within the bound, and the bytes per entry are reported.
