@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/l1"
 )
 
@@ -175,5 +176,41 @@ func TestL1MemoryAdmissionChurn(t *testing.T) {
 				t.Fatalf("live heap grew %.1f MiB, over the bound %.1f MiB", mib(grew), mib(r.bound()))
 			}
 		})
+	}
+}
+
+// TestL1MemoryAdmissionSizes: bytes per entry for small, 1 KiB and 16 KiB
+// values (incompressible), plain and encrypted, filled to about four fifths
+// of a 64 MiB L1 (no eviction), within the bound. bench/README.md quotes
+// these lines.
+func TestL1MemoryAdmissionSizes(t *testing.T) {
+	const capBytes = 64 << 20
+	for _, sz := range []struct {
+		name string
+		n    int
+	}{{"32B", 32}, {"1KiB", 1024}, {"16KiB", 16 << 10}} {
+		v := fixture.NewRandomBytes(sz.n)
+		for _, mc := range memCases() {
+			t.Run(sz.name+"/"+mc.name, func(t *testing.T) {
+				base, baseAlloc := heapInuse()
+				c := newClient(t, mc.opts(capBytes))
+				mustSetTTL(t, c, sessionKey(0), v, time.Hour)
+				b, ok := c.l1.Get(sessionKey(0))
+				if !ok {
+					t.Fatal("the first entry is not in L1")
+				}
+				sealed := int64(len(b))
+				n := int(capBytes * 8 / 10 / (l1.EntryOverhead + sealed))
+				fillSessions(t, c, 1, n, v)
+				r := measure(t, c, capBytes, base, baseAlloc)
+				r.log(t, sz.name+"/"+mc.name+" ("+strconv.Itoa(int(sealed))+" B sealed)")
+				if r.entries != int64(n) {
+					t.Fatalf("%d entries held of %d written below the cap", r.entries, n)
+				}
+				if grew := r.inuse - r.base; grew > r.bound() {
+					t.Fatalf("HeapInuse grew %.1f MiB, over the bound %.1f MiB", mib(grew), mib(r.bound()))
+				}
+			})
+		}
 	}
 }
