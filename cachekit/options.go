@@ -79,7 +79,7 @@ type Options struct {
 	// l1.EntryOverhead (200 bytes on Go 1.26: the L1's and ristretto's
 	// bookkeeping; no copy of the key is kept); l1.FixedBytes(L1MaxBytes)
 	// comes on top (ristretto's admission sketch and the L1's read index,
-	// 16.3 MiB at 64 MiB). 0 disables L1. Default: 0; every preset sets
+	// 12.3 MiB at 64 MiB). 0 disables L1. Default: 0; every preset sets
 	// 64 MiB.
 	L1MaxBytes int64
 

@@ -89,7 +89,10 @@ const (
 	entryUpdated
 	// entryRejected: ristretto's admission refused the entry.
 	entryRejected
-	entryFlagBits = 3
+	// entryAwaited: the entry's Set waits for the verdict (see put), so a
+	// refusal is the Set's to handle, not a refusal after it returned.
+	entryAwaited
+	entryFlagBits = 4
 	// maxValueCharge is the largest value charge meta holds; a larger
 	// value is stored whole but never rewritten in place.
 	maxValueCharge = (1<<(32-entryFlagBits) - 1) * 8
@@ -377,6 +380,9 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 	e := newEntry(h, check, v, vc)
 	for try := 0; ; try++ {
 		prev := c.idx.publish(e)
+		if prev != nil && try == 0 {
+			e.meta.Or(entryAwaited) // this Set may wait for e's verdict
+		}
 		if !c.rc.Set(h, e, c.setCost(cost)) {
 			// Only a new entry can be dropped: ristretto's store holds
 			// nothing of this key that the index serves.
@@ -385,19 +391,19 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 			return false
 		}
 		if prev == nil || e.has(entryUpdated) || try > 0 {
+			e.meta.And(^uint32(entryAwaited))
 			return true
 		}
 		// prev is still queued for admission (or was just refused or
 		// evicted): see what ristretto made of both, and if it kept prev
-		// and refused e as a duplicate, replace prev now.
+		// and refused e as a duplicate, send e again, now an update of
+		// prev (or, if ristretto dropped prev meanwhile, a new entry).
 		c.rc.Wait()
-		if !e.has(entryRejected) {
+		rejected := e.has(entryRejected)
+		e.meta.And(^uint32(entryAwaited | entryRejected))
+		if !rejected {
 			return true
 		}
-		// onReject counted a refusal that this Set retries: uncount it.
-		c.ctr.rejected.Add(^uint64(0))
-		c.ctr.refused.Add(^uint64(0))
-		e.meta.And(^uint32(entryRejected))
 	}
 }
 

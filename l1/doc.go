@@ -91,6 +91,6 @@
 // 10⁻¹⁷ for a million); the seeds are random per cache, so such keys cannot
 // be chosen. Heap in use can exceed MaxBytes + FixedBytes by the garbage of
 // one GC cycle that shares spans with surviving entries (after a million
-// evictions, 1.6 to 2.3 × MaxBytes on Go 1.26, while the live bytes stay
-// within 1.2 × MaxBytes + FixedBytes).
+// evictions, 1.5 to 2.4 × MaxBytes on Go 1.26, while the live bytes stay
+// within 1.25 × MaxBytes + FixedBytes).
 package l1

@@ -18,8 +18,8 @@ import (
 // A removed slot becomes a tombstone rather than being refilled by moving
 // its neighbours, so a reader never misses an entry that stays put; when
 // tombstones and entries fill three quarters of a table, the writer builds
-// a fresh table (twice the size if entries alone fill half) and publishes
-// it with one atomic store. A reader still probing the old table reads it
+// a fresh table (twice the size if entries alone fill five eighths) and
+// publishes it with one atomic store. A reader still probing the old table reads it
 // as it was at that instant: writers never touch a table once replaced.
 const (
 	indexSegmentBits = 6
@@ -62,10 +62,10 @@ func newTable(n int) *table {
 
 // segmentSlots is the table size each segment starts with for a cache of
 // maxBytes: room for every entry the cap can hold at the smallest charge
-// (EntryOverhead), at a load of at most one half.
+// (EntryOverhead, an empty value), at a load of at most two thirds.
 func segmentSlots(maxBytes int64) int {
 	entries := maxBytes/EntryOverhead/indexSegments + 1
-	n := uint64(2 * entries)
+	n := uint64(entries + entries/2)
 	n = max(n, minSegmentSlots)
 	n = min(n, maxSegmentSlots)
 	return 1 << bits.Len64(n-1)
@@ -173,10 +173,12 @@ func (x *index) remove(h uint64, check uint32, e *entry) *entry {
 }
 
 // rebuild replaces t, the segment's table, with a fresh one holding its
-// live entries, doubled while they fill half of it. The caller holds mu.
+// live entries, doubled while they fill five eighths of it (so a rebuild
+// leaves room for an eighth of the table in tombstones before the next).
+// The caller holds mu.
 func (sg *segment) rebuild(t *table) {
 	n := len(t.slots)
-	for 2*sg.live >= n {
+	for 8*sg.live >= 5*n {
 		n *= 2
 	}
 	nt := newTable(n)

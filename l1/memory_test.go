@@ -63,3 +63,21 @@ func TestEntryOverheadMeasured(t *testing.T) {
 	}
 	runtime.KeepAlive(c)
 }
+
+// FixedBytes re-measured: what New allocates for an empty cache, within
+// 10%, for small and preset-sized caps.
+func TestFixedBytesMeasured(t *testing.T) {
+	for _, maxBytes := range []int64{1 << 20, 16 << 20, 64 << 20, 256 << 20} {
+		base, _ := liveHeap()
+		c := newCache(t, Config{MaxBytes: maxBytes})
+		alloc, _ := liveHeap()
+		got, want := alloc-base, FixedBytes(maxBytes)
+		t.Logf("MaxBytes %d MiB: New allocated %.2f MiB, FixedBytes %.2f MiB", maxBytes>>20,
+			float64(got)/(1<<20), float64(want)/(1<<20))
+		if d := float64(got-want) / float64(want); d > 0.1 || d < -0.1 {
+			t.Fatalf("FixedBytes(%d) = %d, New allocated %d: off by %.0f%%", maxBytes, want, got, d*100)
+		}
+		c.Close()
+		runtime.KeepAlive(c)
+	}
+}

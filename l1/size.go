@@ -49,9 +49,10 @@ func allocSize(n int) int64 {
 // FixedBytes is the memory a Cache of maxBytes takes besides its entries,
 // in bytes, as New allocates it: ristretto's admission sketch and doorkeeper
 // (sized from the default NumCounters), its write buffer, and the read
-// index's tables (sized for maxBytes / EntryOverhead entries at half load).
-// A process holding a full Cache uses about MaxBytes + FixedBytes(MaxBytes).
-// With Config.NumCounters set, see Cache.FixedBytes.
+// index's tables (sized for maxBytes / EntryOverhead entries at two thirds
+// load). A full Cache's live bytes are about MaxBytes + FixedBytes(MaxBytes);
+// see the package's Limits for the heap in use. With Config.NumCounters
+// set, see Cache.FixedBytes.
 func FixedBytes(maxBytes int64) int64 {
 	if maxBytes <= 0 {
 		return 0

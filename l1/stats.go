@@ -26,7 +26,7 @@ type Stats struct {
 	// entry then leaves the cache, as if evicted. It is part of Rejected.
 	Refused uint64
 	// Rewrites counts the Sets among them that replaced the value of an
-	// entry already cached in place, keeping its expiry (see Set).
+	// entry already cached in place (see Set).
 	Rewrites uint64
 	// Dropped counts writes of new keys that ristretto's write buffer
 	// could not take (sustained write contention).
@@ -89,17 +89,22 @@ func (c *Cache) Stats() Stats {
 
 // onReject is ristretto's OnReject callback, on its buffer goroutine: the
 // entry, which Get may have served since its Set, leaves the index (unless
-// a newer entry of the key replaced it there), and put learns the verdict
-// from the flag if it waits for it.
+// a newer entry of the key replaced it there). A Set that waits for the
+// verdict (entryAwaited) learns it from the flag and retries, so that
+// refusal is not counted.
 func (c *Cache) onReject(it *ristretto.Item[*entry]) {
-	c.ctr.rejected.Add(1)
 	e := it.Value
 	if e == nil {
+		c.ctr.rejected.Add(1)
 		return
 	}
+	awaited := e.has(entryAwaited) // put retries it: not a refusal yet
 	e.meta.Or(entryRejected)
-	if c.idx.remove(e.hash, e.check, e) != nil {
+	if c.idx.remove(e.hash, e.check, e) != nil && !awaited {
 		c.ctr.refused.Add(1)
+	}
+	if !awaited {
+		c.ctr.rejected.Add(1)
 	}
 }
 

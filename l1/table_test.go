@@ -46,7 +46,7 @@ func TestIndexTombstonesAndGrowth(t *testing.T) {
 	for i := range uint64(n) {
 		x.publish(testEntry(100+i, 7))
 	}
-	if got := len(sg.tab.Load().slots); got <= start || 2*sg.live > got {
+	if got := len(sg.tab.Load().slots); got <= start || 8*sg.live > 5*got {
 		t.Fatalf("table of %d slots for %d entries (started at %d)", got, sg.live, start)
 	}
 	for i := range uint64(n) {
