@@ -1,6 +1,7 @@
 package l1
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -234,5 +235,36 @@ func settledEither(t *testing.T, c *Cache, key string, v []byte) {
 		settled(t, c, key, v)
 	} else {
 		settled(t, c, key, nil)
+	}
+}
+
+// A burst of new keys faster than ristretto's goroutine admits them is
+// paced, not dropped: Set waits once maxQueued entries are queued. The
+// queue count returns to zero once ristretto has taken them, after a
+// Clear that drops queued entries too.
+func TestNewKeyBurstIsPacedNotDropped(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20}) // about 4,000 entries: it evicts
+	v := value(1, 32)
+	for i := range 100_000 {
+		if !c.Set("burst:"+strconv.Itoa(i), v, time.Hour) {
+			t.Fatalf("Set %d returned false", i)
+		}
+		if q := c.queued.Load(); q > maxQueued+1 {
+			t.Fatalf("%d entries queued, over maxQueued", q)
+		}
+		if i == 50_000 {
+			c.Clear()
+		}
+	}
+	c.Wait()
+	st := c.Stats()
+	if st.Dropped != 0 {
+		t.Fatalf("%d new keys dropped", st.Dropped)
+	}
+	if q := c.queued.Load(); q != 0 {
+		t.Fatalf("queued = %d after every verdict, want 0", q)
+	}
+	if st.Evictions == 0 {
+		t.Fatal("no evictions: the test does not load ristretto's goroutine")
 	}
 }

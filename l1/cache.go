@@ -43,6 +43,9 @@ type Cache struct {
 	shards  [numShards]shard
 	stripes [numStripes]stripe
 	ctr     counters
+	// queued counts the entries handed to ristretto that its goroutine has
+	// not taken from its write buffer yet (entryQueued; see put).
+	queued atomic.Int64
 
 	// testHookLocked, when set, runs inside a write after the version
 	// check, with the key's stripe locked. Tests use it to interleave.
@@ -92,7 +95,10 @@ const (
 	// entryAwaited: the entry's Set waits for the verdict (see put), so a
 	// refusal is the Set's to handle, not a refusal after it returned.
 	entryAwaited
-	entryFlagBits = 4
+	// entryQueued: the entry is in ristretto's write buffer, counted in
+	// Cache.queued until ristretto takes it (see dequeued).
+	entryQueued
+	entryFlagBits = 5
 	// maxValueCharge is the largest value charge meta holds; a larger
 	// value is stored whole but never rewritten in place.
 	maxValueCharge = (1<<(32-entryFlagBits) - 1) * 8
@@ -228,7 +234,8 @@ func (c *Cache) Remaining(key string) (time.Duration, bool) {
 // it; this holds for new keys too. A new key is served from the read index
 // at once, while ristretto's admission decides on it in the background: a
 // refusal then takes the entry out, like an eviction (counted in
-// Stats.Rejected and Stats.Refused). When Set returns false the key is
+// Stats.Rejected and Stats.Refused). Set waits for ristretto's goroutine
+// only when it is thousands of new entries behind (see the package doc). When Set returns false the key is
 // absent from the cache (any older value is gone): the entry's charge
 // exceeds MaxBytes (Stats.Rejected), ristretto's write buffer was full
 // (Stats.Dropped), ttl was not positive, or the cache is closed.
@@ -360,9 +367,11 @@ func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, cond
 // a key ristretto already stores, its store takes the entry synchronously
 // (shouldUpdate marks it entryUpdated). A new key waits in ristretto's write
 // buffer for admission; Get serves it meanwhile, and a refusal or eviction
-// unpublishes it (onReject, onEvict). Only one case waits for the buffer:
-// an entry that replaces one ristretto has not stored yet, since ristretto
-// would refuse the second of two queued new entries of one key.
+// unpublishes it (onReject, onEvict). Two cases wait for the buffer: a Set
+// that finds maxQueued entries queued (pacing a burst of new keys to
+// ristretto's goroutine), and an entry that replaces one ristretto has not
+// stored yet, since ristretto would refuse the second of two queued new
+// entries of one key.
 func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool {
 	vc := allocSize(cap(val))
 	cost := EntryOverhead + vc
@@ -377,18 +386,32 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 	if c.rewrite(h, check, v, vc) {
 		return true
 	}
+	if c.queued.Load() >= maxQueued {
+		// Ristretto's goroutine is behind: wait for it rather than let
+		// its write buffer fill and drop new keys.
+		c.rc.Wait()
+	}
 	e := newEntry(h, check, v, vc)
 	for try := 0; ; try++ {
 		prev := c.idx.publish(e)
 		if prev != nil && try == 0 {
 			e.meta.Or(entryAwaited) // this Set may wait for e's verdict
 		}
-		if !c.rc.Set(h, e, c.setCost(cost)) {
+		sc := c.setCost(cost)
+		if sc == 0 { // ristretto will call charge when it takes e
+			c.queued.Add(1)
+			e.meta.Or(entryQueued)
+		}
+		if !c.rc.Set(h, e, sc) {
 			// Only a new entry can be dropped: ristretto's store holds
 			// nothing of this key that the index serves.
+			c.dequeued(e)
 			c.ctr.dropped.Add(1)
 			c.idx.remove(h, check, e)
 			return false
+		}
+		if e.has(entryUpdated) {
+			c.dequeued(e) // in the store already; only its cost is queued
 		}
 		if prev == nil || e.has(entryUpdated) || try > 0 {
 			e.meta.And(^uint32(entryAwaited))
@@ -421,10 +444,33 @@ func (c *Cache) setCost(cost int64) int64 {
 // Config.MaxBytes). It runs on ristretto's goroutine as it takes the entry
 // from its write buffer, before admission decides on it.
 func (c *Cache) charge(e *entry) int64 {
+	c.dequeued(e)
 	if c.testHookVerdict != nil {
 		c.testHookVerdict(e)
 	}
 	return EntryOverhead + e.valueCharge()
+}
+
+// maxQueued is how many entries put lets wait in ristretto's write buffer
+// (32,768 slots) before a Set of a new key waits for ristretto's goroutine:
+// a burst of new keys then runs at the pace of admission, each Set waiting
+// for at most this many verdicts, instead of being dropped.
+const maxQueued = 4096
+
+// dequeued uncounts e from Cache.queued, once: when ristretto takes it
+// from its write buffer (charge), drops it (put), empties the buffer
+// (Clear, through onEvict), or stored it at once as an update (put).
+func (c *Cache) dequeued(e *entry) {
+	for {
+		m := e.meta.Load()
+		if m&entryQueued == 0 {
+			return
+		}
+		if e.meta.CompareAndSwap(m, m&^entryQueued) {
+			c.queued.Add(-1)
+			return
+		}
+	}
 }
 
 // shouldUpdate is ristretto's ShouldUpdate callback: whether its store may

@@ -114,6 +114,7 @@ func (c *Cache) onReject(it *ristretto.Item[*entry]) {
 // there.
 func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
 	if e := it.Value; e != nil {
+		c.dequeued(e) // Clear drops queued entries through here
 		c.idx.remove(e.hash, e.check, e)
 	}
 	if c.clearing.Load() {
