@@ -38,7 +38,8 @@ const overheadTolerance = 0.15
 
 // EntryOverhead re-measured: what the heap grows by per entry, beyond the
 // value's allocation, averaged over points across one doubling of Go's maps.
-func TestEntryOverheadMeasured(t *testing.T) {
+// (Named Alloc so that make test runs it in its pass without -race.)
+func TestAllocEntryOverheadMeasured(t *testing.T) {
 	const vlen = 16
 	c := newCache(t, Config{MaxBytes: 256 << 20})
 	base, baseInuse := liveHeap()
@@ -66,7 +67,7 @@ func TestEntryOverheadMeasured(t *testing.T) {
 
 // FixedBytes re-measured: what New allocates for an empty cache, within
 // 10%, for small and preset-sized caps.
-func TestFixedBytesMeasured(t *testing.T) {
+func TestAllocFixedBytesMeasured(t *testing.T) {
 	for _, maxBytes := range []int64{1 << 20, 16 << 20, 64 << 20, 256 << 20} {
 		base, _ := liveHeap()
 		c := newCache(t, Config{MaxBytes: maxBytes})
