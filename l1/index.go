@@ -19,15 +19,16 @@ import (
 // its neighbours, so a reader never misses an entry that stays put; when
 // tombstones and entries fill three quarters of a table, the writer builds
 // a fresh table (twice the size if entries alone fill five eighths) and
-// publishes it with one atomic store. A reader still probing the old table reads it
-// as it was at that instant: writers never touch a table once replaced.
+// publishes it with one atomic store. A reader still probing the old table
+// reads it as it was at that instant: writers never touch a table once
+// replaced.
 const (
 	indexSegmentBits = 6
 	indexSegments    = 1 << indexSegmentBits
 	minSegmentSlots  = 8
-	// maxSegmentSlots bounds the table a segment starts with (8 MiB): a
-	// cap above about 6 GiB starts with 512 MiB of index, which grows as
-	// entries arrive.
+	// maxSegmentSlots bounds the table a segment starts with: 8 MiB each,
+	// 512 MiB in all, reached at caps of about 4.5 GB; beyond that, tables
+	// grow as entries arrive.
 	maxSegmentSlots = 1 << 20
 )
 

@@ -50,9 +50,10 @@ func allocSize(n int) int64 {
 // in bytes, as New allocates it: ristretto's admission sketch and doorkeeper
 // (sized from the default NumCounters), its write buffer, and the read
 // index's tables (sized for maxBytes / EntryOverhead entries at two thirds
-// load). A full Cache's live bytes are about MaxBytes + FixedBytes(MaxBytes);
-// see the package's Limits for the heap in use. With Config.NumCounters
-// set, see Cache.FixedBytes.
+// load; above caps of about 4.5 GB the tables start at 512 MiB and grow,
+// uncharged, with the entries). A full Cache's live bytes are about
+// MaxBytes + FixedBytes(MaxBytes); see the package's Limits for the heap in
+// use. With Config.NumCounters set, see Cache.FixedBytes.
 func FixedBytes(maxBytes int64) int64 {
 	if maxBytes <= 0 {
 		return 0
