@@ -3,6 +3,7 @@
 package cachekit
 
 import (
+	"errors"
 	"runtime"
 	"strconv"
 	"strings"
@@ -213,4 +214,37 @@ func TestL1MemoryAdmissionSizes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestL1AdmissionRefusalCountedAfterSet: in L1-only mode a new key's Set
+// returns before the L1 decides on it; a refusal that comes later is
+// counted in Stats.L1Rejected all the same.
+func TestL1AdmissionRefusalCountedAfterSet(t *testing.T) {
+	// Room for one small entry: a cold new key must displace the hot one.
+	c := newClient(t, Options{L1MaxBytes: l1.EntryOverhead + 64})
+	for attempt := range 10 {
+		mustSetTTL(t, c, "hot", "h", time.Hour)
+		var s string
+		for range 20000 { // frequency reaches the L1's policy in batches
+			if err := c.Get(bg, "hot", &s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Let ristretto's policy goroutine apply the batches (nothing
+		// signals that it has; the retry loop covers the case where it
+		// has not yet).
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+		before := c.Stats().L1Rejected
+		mustSetTTL(t, c, "cold", "c", time.Hour) // returns before the verdict
+		c.l1.Wait()
+		if err := c.Get(bg, "cold", &s); errors.Is(err, ErrNotFound) {
+			if got := c.Stats().L1Rejected; got != before+1 {
+				t.Fatalf("L1Rejected = %d after a refusal, want %d", got, before+1)
+			}
+			return
+		}
+		t.Logf("attempt %d: cold key admitted", attempt)
+		_ = c.Delete(bg, "cold")
+	}
+	t.Fatal("the L1 never refused a cold key in favour of a hot one")
 }

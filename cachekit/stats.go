@@ -13,10 +13,11 @@ type Stats struct {
 	// did not keep: admission refused them (L1 full; for a key L1 did not
 	// hold, the refusal may come after the write returned, as L1 serves
 	// the new entry at once and decides in the background: counted here
-	// when it comes), another write, delete or invalidation of the key
-	// overlapped the Redis round trip (L1 then drops the key, as Redis may
-	// hold the other value), or invalidation tracking was down. The next
-	// read goes to Redis.
+	// when it comes, as are such late refusals of entries a Get put in
+	// L1), another write, delete or invalidation of the key overlapped the
+	// Redis round trip (L1 then drops the key, as Redis may hold the other
+	// value), or invalidation tracking was down. The next read goes to
+	// Redis.
 	L1Rejected uint64
 	// L1Bytes is what L1 charges for the entries it holds now, in bytes
 	// of memory: their sealed bytes at Go's allocation size plus
