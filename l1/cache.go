@@ -430,63 +430,6 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 	}
 }
 
-// setCost is the cost put hands ristretto for an entry charged cost: 0,
-// which makes ristretto ask charge on its own goroutine just before it
-// decides, except for a value too large for entry.meta to record.
-func (c *Cache) setCost(cost int64) int64 {
-	if cost-EntryOverhead > maxValueCharge {
-		return cost
-	}
-	return 0
-}
-
-// charge is ristretto's Cost callback: the entry's charge (see
-// Config.MaxBytes). It runs on ristretto's goroutine as it takes the entry
-// from its write buffer, before admission decides on it.
-func (c *Cache) charge(e *entry) int64 {
-	c.dequeued(e)
-	if c.testHookVerdict != nil {
-		c.testHookVerdict(e)
-	}
-	return EntryOverhead + e.valueCharge()
-}
-
-// maxQueued is how many entries put lets wait in ristretto's write buffer
-// (32,768 slots) before a Set of a new key waits for ristretto's goroutine:
-// a burst of new keys then runs at the pace of admission, each Set waiting
-// for at most this many verdicts, instead of being dropped.
-const maxQueued = 4096
-
-// dequeued uncounts e from Cache.queued, once: when ristretto takes it
-// from its write buffer (charge), drops it (put), empties the buffer
-// (Clear, through onEvict), or stored it at once as an update (put).
-func (c *Cache) dequeued(e *entry) {
-	for {
-		m := e.meta.Load()
-		if m&entryQueued == 0 {
-			return
-		}
-		if e.meta.CompareAndSwap(m, m&^entryQueued) {
-			c.queued.Add(-1)
-			return
-		}
-	}
-}
-
-// shouldUpdate is ristretto's ShouldUpdate callback: whether its store may
-// replace prev, the entry it holds for a key, with cur. Only by an entry of
-// the same key (a 64-bit hash collision must not merge two keys), and never
-// an entry that Delete took out while it was queued: ristretto applies that
-// delete later, and would take cur with it. A replacement marks cur
-// entryUpdated, which tells put that the store holds it.
-func shouldUpdate(cur, prev *entry) bool {
-	if prev.check != cur.check || prev.has(entryDeleted) {
-		return false
-	}
-	cur.meta.Or(entryUpdated)
-	return true
-}
-
 // rewrite stores v in the entry already indexed for the key, without going
 // through ristretto, when the entry's value charge covers v's (vc) and is
 // at most twice it (so the charge stays an upper bound within a factor of

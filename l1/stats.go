@@ -1,10 +1,6 @@
 package l1
 
-import (
-	"sync/atomic"
-
-	"github.com/dgraph-io/ristretto/v2"
-)
+import "sync/atomic"
 
 // Stats is a snapshot of a Cache's counters. Counters are cumulative over
 // the cache's lifetime (Clear does not reset them) and read without a global
@@ -85,40 +81,4 @@ func (c *Cache) Stats() Stats {
 	sh.mu.RUnlock()
 	st.Entries = int64(c.idx.len())
 	return st
-}
-
-// onReject is ristretto's OnReject callback, on its buffer goroutine: the
-// entry, which Get may have served since its Set, leaves the index (unless
-// a newer entry of the key replaced it there). A Set that waits for the
-// verdict (entryAwaited) learns it from the flag and retries, so that
-// refusal is not counted.
-func (c *Cache) onReject(it *ristretto.Item[*entry]) {
-	e := it.Value
-	if e == nil {
-		c.ctr.rejected.Add(1)
-		return
-	}
-	awaited := e.has(entryAwaited) // put retries it: not a refusal yet
-	e.meta.Or(entryRejected)
-	if c.idx.remove(e.hash, e.check, e) != nil && !awaited {
-		c.ctr.refused.Add(1)
-	}
-	if !awaited {
-		c.ctr.rejected.Add(1)
-	}
-}
-
-// onEvict is ristretto's OnEvict callback: for victims of the eviction
-// policy, and for everything Clear drops, which is not counted. It takes
-// the entry out of the index, unless a newer entry of the key replaced it
-// there.
-func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
-	if e := it.Value; e != nil {
-		c.dequeued(e) // Clear drops queued entries through here
-		c.idx.remove(e.hash, e.check, e)
-	}
-	if c.clearing.Load() {
-		return
-	}
-	c.ctr.evictions.Add(1)
 }
