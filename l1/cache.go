@@ -296,8 +296,9 @@ func (c *Cache) drop(h uint64, check uint32) {
 // swap in empty index tables (made beforehand) and advance the Versions:
 // emptying ristretto, which takes milliseconds on a large cache (its
 // frequency sketch is sized to it), runs after those locks are released,
-// so Gets, Sets and rewrites never wait for it. Clear on a closed cache
-// does nothing.
+// so Gets, Deletes and rewrites never wait for it, nor does a Set unless it
+// waits for ristretto's queue (see Set). Clear on a closed cache does
+// nothing.
 func (c *Cache) Clear() {
 	c.clearMu.Lock()
 	defer c.clearMu.Unlock()

@@ -25,11 +25,11 @@
 // holds and of new ones it has not decided on yet: a write publishes its
 // entry before handing it to ristretto, and ristretto's eviction and
 // rejection callbacks, Delete, Clear and Close take entries out. A hit is
-// two hashes of the key, one lock-free probe and one clock read. Ristretto still hears
-// of the reads its policy needs: every miss, and each entry's hits up to 32
-// per window of about 67 ms, twice what its frequency sketch can tell apart
-// (touch.go has the numbers); those reports take a shard read lock, as
-// every Get did before. Without that cap, every 64th read of a hot key
+// two hashes of the key, one lock-free probe and one clock read. Ristretto
+// still hears of the reads its policy needs: every miss, and each entry's
+// hits up to 32 per window of about 67 ms, twice what its frequency sketch
+// can tell apart (touch.go has the numbers); those reports take a shard
+// read lock, as every Get did before. Without that cap, every 64th read of a hot key
 // would wake ristretto's policy goroutine.
 //
 // # Guarantees
@@ -57,7 +57,8 @@
 // atomic with respect to the other operations; so is Clear, except that a
 // write running concurrently with it may be dropped (see Cache.Clear). Clear
 // holds the cache's locks only to swap in empty index tables; while
-// ristretto empties itself, Gets, Sets and rewrites proceed. After Close,
+// ristretto empties itself, Gets, Deletes, rewrites and Sets that need not
+// wait for ristretto's queue proceed. After Close,
 // Get misses, writes return false and Close is a no-op.
 //
 // Invalidation never races a pending admission into a stale read: ristretto
