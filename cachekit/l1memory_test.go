@@ -109,7 +109,8 @@ func TestL1MemoryAdmission300k(t *testing.T) {
 // TestL1MemoryAdmissionAtCap: 16 MiB and 64 MiB L1s filled with 1,000,000
 // keys (they evict) hold at least L1MaxBytes/300 entries, and their live
 // bytes (HeapAlloc after a collection) stay within the bound. HeapInuse is
-// gated more loosely (2.5 × L1MaxBytes + FixedBytes): after a million
+// gated more loosely (2 × L1MaxBytes + FixedBytes; it meets the bound but
+// for the encrypted 16 MiB case, 1.7 × + FixedBytes): after a million
 // evictions the survivors are spread over spans whose other slots held
 // garbage of the last GC cycle, so it exceeds the live bytes by up to what
 // that cycle allocated (GOGC), not by anything the L1 holds.
@@ -126,7 +127,7 @@ func TestL1MemoryAdmissionAtCap(t *testing.T) {
 				if grew := r.alloc - r.baseAlloc; grew > r.bound() {
 					t.Fatalf("live heap grew %.1f MiB, over the bound %.1f MiB", mib(grew), mib(r.bound()))
 				}
-				if grew, loose := r.inuse-r.base, capBytes*5/2+l1.FixedBytes(capBytes); grew > loose {
+				if grew, loose := r.inuse-r.base, 2*capBytes+l1.FixedBytes(capBytes); grew > loose {
 					t.Fatalf("HeapInuse grew %.1f MiB, over %.1f MiB", mib(grew), mib(loose))
 				}
 				if r.entries < capBytes/300 {

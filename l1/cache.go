@@ -62,76 +62,6 @@ type Cache struct {
 	testHookVerdict func(*entry)
 }
 
-// entry is what ristretto stores and the index finds: the current value
-// plus the bookkeeping that read-your-write, in-place rewrites and the
-// ristretto callbacks need. It is 32 bytes, a size class, and holds no
-// copy of the key: hash and check identify it (see keyHash).
-type entry struct {
-	// cur is the value Get returns; a rewrite swaps it (see rewrite).
-	cur atomic.Pointer[stored]
-	// hash is the key's hash: its index slot, and its key in ristretto.
-	hash uint64
-	// touched counts the Gets that reported the entry to ristretto in
-	// the current window (see touchHit).
-	touched atomic.Uint64
-	// check is the rest of the key's fingerprint.
-	check uint32
-	// meta holds the entry's flags (below) and, above them, the bytes
-	// charged for its value in units of 8 (allocSize is a multiple of 8).
-	meta atomic.Uint32
-}
-
-// Entry flags, in entry.meta.
-const (
-	// entryDeleted: taken out of the index by Delete or a failed write,
-	// which also queued a delete in ristretto. Ristretto must not let a
-	// later write replace it (see shouldUpdate).
-	entryDeleted = 1 << iota
-	// entryUpdated: ristretto's store took the entry synchronously, in
-	// place of the key's previous entry (see shouldUpdate).
-	entryUpdated
-	// entryRejected: ristretto's admission refused the entry.
-	entryRejected
-	// entryAwaited: the entry's Set waits for the verdict (see put), so a
-	// refusal is the Set's to handle, not a refusal after it returned.
-	entryAwaited
-	// entryQueued: the entry is in ristretto's write buffer, counted in
-	// Cache.queued until ristretto takes it (see dequeued).
-	entryQueued
-	entryFlagBits = 5
-	// maxValueCharge is the largest value charge meta holds; a larger
-	// value is stored whole but never rewritten in place.
-	maxValueCharge = (1<<(32-entryFlagBits) - 1) * 8
-)
-
-// stored is one byte slice with its expiry (see Cache.now).
-type stored struct {
-	val []byte
-	exp int64
-}
-
-// newEntry returns an entry of the key (h, check) holding v, whose value
-// is charged vc bytes.
-func newEntry(h uint64, check uint32, v *stored, vc int64) *entry {
-	e := &entry{hash: h, check: check}
-	e.cur.Store(v)
-	e.meta.Store(uint32(min(vc, maxValueCharge)/8) << entryFlagBits)
-	return e
-}
-
-// valueCharge is the charge of the entry's first value, in bytes.
-func (e *entry) valueCharge() int64 {
-	return int64(e.meta.Load()>>entryFlagBits) * 8
-}
-
-func (e *entry) has(flag uint32) bool { return e.meta.Load()&flag != 0 }
-
-// phase offsets the entry's report windows (see touchHit): high bits of
-// its hash, so a key keeps its phase across writes.
-func (e *entry) phase() int64 {
-	return int64(e.hash >> (64 - touchWindowShift))
-}
-
 // New returns an empty Cache. It fails with a *ConfigError when cfg is
 // invalid. Call Close to stop the cache's background goroutines.
 func New(cfg Config) (*Cache, error) {
@@ -182,16 +112,16 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 		sh.misses.Add(1)
 		return nil, false
 	}
-	v := e.cur.Load()
+	val, exp := e.load()
 	now := c.now()
 	c.touchHit(sh, e, now)
-	if now >= v.exp {
+	if now >= exp {
 		sh.misses.Add(1)
 		c.ctr.expirations.Add(1)
 		return nil, false
 	}
 	sh.hits.Add(1)
-	return v.val, true
+	return val, true
 }
 
 // lookup returns key's entry (key hashes to h), or nil. It takes no lock:
@@ -218,7 +148,8 @@ func (c *Cache) Remaining(key string) (time.Duration, bool) {
 	if e == nil {
 		return 0, false
 	}
-	left := e.cur.Load().exp - c.now()
+	_, exp := e.load()
+	left := exp - c.now()
 	if left <= 0 {
 		return 0, false
 	}
@@ -376,15 +307,15 @@ func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, cond
 func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool {
 	vc := allocSize(cap(val))
 	cost := EntryOverhead + vc
-	if ttl <= 0 || cost > c.cfg.maxBytes {
+	if ttl <= 0 || cost > c.cfg.maxBytes || len(val) > maxValueLen {
 		if ttl > 0 {
 			c.ctr.rejected.Add(1) // admission would refuse it anyway
 		}
 		c.drop(h, check) // never leave an older value behind a failed write
 		return false
 	}
-	v := &stored{val: val, exp: c.deadline(c.cfg.jittered(ttl))}
-	if c.rewrite(h, check, v, vc) {
+	exp := c.deadline(c.cfg.jittered(ttl))
+	if c.rewrite(h, check, val, exp, vc) {
 		return true
 	}
 	if c.queued.Load() >= maxQueued {
@@ -392,7 +323,7 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 		// its write buffer fill and drop new keys.
 		c.rc.Wait()
 	}
-	e := newEntry(h, check, v, vc)
+	e := newEntry(h, check, val, exp, vc)
 	for try := 0; ; try++ {
 		prev := c.idx.publish(e)
 		if prev != nil && try == 0 {
@@ -431,14 +362,16 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 	}
 }
 
-// rewrite stores v in the entry already indexed for the key, without going
-// through ristretto, when the entry's value charge covers v's (vc) and is
-// at most twice it (so the charge stays an upper bound within a factor of
-// two). The value carries its own expiry, so nothing else differs from a
+// rewrite stores val, expiring at exp, in the entry already indexed for the
+// key, without going through ristretto, when the entry's value charge
+// covers val's (vc) and is at most twice it (so the charge stays an upper
+// bound within a factor of two). The entry no longer references the value
+// it held, and the rewrite allocates nothing. The value carries its own
+// expiry, so nothing else differs from a
 // full write, which for an existing key costs ristretto a hand-off to its
 // policy goroutine: on a busy machine, a thread wake-up per Set of a hot
 // key. The caller holds the key's stripe lock.
-func (c *Cache) rewrite(h uint64, check uint32, v *stored, vc int64) bool {
+func (c *Cache) rewrite(h uint64, check uint32, val []byte, exp int64, vc int64) bool {
 	e := c.idx.get(h, check)
 	if e == nil {
 		return false
@@ -446,7 +379,7 @@ func (c *Cache) rewrite(h uint64, check uint32, v *stored, vc int64) bool {
 	if ec := e.valueCharge(); vc > ec || 2*vc < ec || vc > maxValueCharge {
 		return false
 	}
-	e.cur.Store(v)
+	e.store(val, exp)
 	c.ctr.rewrites.Add(1)
 	return true
 }

@@ -79,9 +79,9 @@ func (c *Cache) current(h uint64, key string) ([]byte, bool) {
 	if e == nil {
 		return nil, false
 	}
-	v := e.cur.Load()
-	if v.exp <= c.now() {
+	val, exp := e.load()
+	if exp <= c.now() {
 		return nil, false
 	}
-	return v.val, true
+	return val, true
 }

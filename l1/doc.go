@@ -10,9 +10,8 @@
 // and does not interpret the bytes. It keeps no copy of a key either: an
 // entry is known by a 96-bit fingerprint of it (see Limits).
 //
-// An entry is charged what it costs in memory: EntryOverhead (the entry,
-// its value's header, its slots in ristretto's maps, measured per Go
-// version) plus its value's allocation size, its capacity rounded up to
+// An entry is charged what it costs in memory: EntryOverhead (the entry
+// and its slots in ristretto's maps, measured per Go version) plus its value's allocation size, its capacity rounded up to
 // Go's size class. MaxBytes bounds the sum; FixedBytes(MaxBytes) is the
 // rest (ristretto's admission sketch, its write buffer, the read index's
 // tables), allocated by New. Admission and eviction are ristretto's
@@ -94,6 +93,6 @@
 // 10⁻¹⁷ for a million); the seeds are random per cache, so such keys cannot
 // be chosen. Heap in use can exceed MaxBytes + FixedBytes by the garbage of
 // one GC cycle that shares spans with surviving entries (after a million
-// evictions, 1.5 to 2.4 × MaxBytes on Go 1.26, while the live bytes stay
-// within 1.25 × MaxBytes + FixedBytes).
+// evictions, 1.3 to 1.7 × MaxBytes + FixedBytes on Go 1.26, while the live
+// bytes stay within 1.15 × MaxBytes + FixedBytes).
 package l1

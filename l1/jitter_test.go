@@ -13,7 +13,8 @@ func expiryOf(t *testing.T, c *Cache, key string) time.Time {
 	if e == nil {
 		t.Fatal("entry missing")
 	}
-	return time.Unix(0, e.cur.Load().exp)
+	_, exp := e.load()
+	return time.Unix(0, exp)
 }
 
 func TestJitterFractions(t *testing.T) {

@@ -2,6 +2,9 @@ package l1
 
 import (
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,4 +145,74 @@ func TestHugeTTLDoesNotWrap(t *testing.T) {
 	}
 	clk.Advance(100 * 365 * 24 * time.Hour)
 	mustGet(t, c, "k", v)
+}
+
+// Readers racing rewrites see one whole value, never one value's bytes
+// with another's length or expiry: a rewrite stores the value's three words
+// under the entry's sequence counter.
+func TestRewriteReadersSeeWholeValues(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	long, short := value(1, 100), value(2, 60) // one size class apart: rewrites
+	c.Set("k", long, time.Hour)
+	var wg sync.WaitGroup
+	var torn atomic.Int64
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if got, ok := c.Get("k"); !ok || (string(got) != string(long) && string(got) != string(short)) {
+					torn.Add(1)
+				}
+			}
+		})
+	}
+	for i := range 20000 {
+		v := long
+		if i%2 == 0 {
+			v = short
+		}
+		c.Set("k", v, time.Hour)
+	}
+	close(stop)
+	wg.Wait()
+	if c.Stats().Rewrites < 20000 {
+		t.Fatalf("%d rewrites: the test needs every Set to rewrite", c.Stats().Rewrites)
+	}
+	if n := torn.Load(); n != 0 {
+		t.Fatalf("%d Gets returned a value that was never stored", n)
+	}
+}
+
+// A rewrite keeps no reference to the value it replaced: the old value's
+// memory can be collected while the entry lives on.
+func TestRewriteReleasesOldValue(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	old := make([]byte, 100)
+	freed := make(chan struct{})
+	runtime.AddCleanup(&old[0], func(ch chan struct{}) { close(ch) }, freed)
+	c.Set("k", old, time.Hour)
+	old = nil
+	v := value(2, 100)
+	c.Set("k", v, time.Hour)
+	if c.Stats().Rewrites != 1 {
+		t.Fatal("the second Set was not a rewrite; the test needs one")
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			mustGet(t, c, "k", v)
+			return
+		case <-deadline:
+			t.Fatal("the replaced value is still reachable after the rewrite")
+		default:
+			runtime.Gosched()
+		}
+	}
 }

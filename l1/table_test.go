@@ -8,7 +8,7 @@ import (
 
 // testEntry returns an entry in segment 0 whose hash is low (the slot).
 func testEntry(low uint64, check uint32) *entry {
-	return newEntry(low, check, &stored{}, 0)
+	return newEntry(low, check, nil, 0, 0)
 }
 
 // The index's tables: removal leaves a tombstone that probes pass over,
