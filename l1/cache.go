@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/dgraph-io/ristretto/v2"
 
@@ -112,7 +113,26 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 		sh.misses.Add(1)
 		return nil, false
 	}
-	val, exp := e.load()
+	// e.load, by hand: the compiler would not inline it.
+	s := e.seq.Load()
+	data, n, exp := e.data.Load(), e.n.Load(), e.exp.Load()
+	if s&1 != 0 || e.seq.Load() != s {
+		return c.getSlow(sh, e)
+	}
+	now := c.now()
+	c.touchHit(sh, e, now)
+	if now >= exp {
+		sh.misses.Add(1)
+		c.ctr.expirations.Add(1)
+		return nil, false
+	}
+	sh.hits.Add(1)
+	return unsafe.Slice(data, n), true
+}
+
+// getSlow is the rest of Get for an entry a rewrite is storing into.
+func (c *Cache) getSlow(sh *shard, e *entry) ([]byte, bool) {
+	val, exp := e.loadSlow()
 	now := c.now()
 	c.touchHit(sh, e, now)
 	if now >= exp {

@@ -76,16 +76,27 @@ func newEntry(h uint64, check uint32, val []byte, exp int64, vc int64) *entry {
 }
 
 // load returns the entry's value and its expiry, as one rewrite stored
-// them. It takes no lock and does not allocate: it retries while a rewrite
-// is storing (three word stores, under the key's write lock).
+// them. It takes no lock and does not allocate; it is small enough to
+// inline into Get, and leaves retrying to loadSlow.
 func (e *entry) load() ([]byte, int64) {
+	s := e.seq.Load()
+	data, n, exp := e.data.Load(), e.n.Load(), e.exp.Load()
+	if s&1 != 0 || e.seq.Load() != s {
+		return e.loadSlow()
+	}
+	return unsafe.Slice(data, n), exp
+}
+
+// loadSlow is load while a rewrite is storing (three word stores, under
+// the key's write lock): it retries until it reads a whole value.
+func (e *entry) loadSlow() ([]byte, int64) {
 	for {
+		runtime.Gosched() // the rewriter holds a lock; let it finish
 		s := e.seq.Load()
 		data, n, exp := e.data.Load(), e.n.Load(), e.exp.Load()
 		if s&1 == 0 && e.seq.Load() == s {
 			return unsafe.Slice(data, n), exp
 		}
-		runtime.Gosched() // the rewriter holds a lock; let it finish
 	}
 }
 
