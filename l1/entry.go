@@ -76,8 +76,9 @@ func newEntry(h uint64, check uint32, val []byte, exp int64, vc int64) *entry {
 }
 
 // load returns the entry's value and its expiry, as one rewrite stored
-// them. It takes no lock and does not allocate; it is small enough to
-// inline into Get, and leaves retrying to loadSlow.
+// them. It takes no lock and does not allocate, and leaves retrying to
+// loadSlow. Get repeats these lines itself: the compiler does not inline
+// load.
 func (e *entry) load() ([]byte, int64) {
 	s := e.seq.Load()
 	data, n, exp := e.data.Load(), e.n.Load(), e.exp.Load()
