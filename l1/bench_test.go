@@ -106,10 +106,10 @@ func BenchmarkSetIfVersion(b *testing.B) {
 
 // Allocation budgets. Get must not allocate, nor a write of an existing
 // key that rewrites its entry in place (an update that cannot rewrite
-// allocates an entry and ristretto's queue item). Note that ristretto's Get frequency buffer replaces a 512-byte
-// batch each time its policy accepts one (every 64 or more Gets): measured
-// at about 0.005 allocations and 2.4 bytes per Get, which AllocsPerRun's
-// integer average reports as 0.
+// allocates an entry and ristretto's queue item). Note that ristretto's
+// Get frequency buffer replaces a 512-byte batch each time its policy
+// accepts one (every 64 or more Gets): measured at about 0.005 allocations
+// and 2.4 bytes per Get, which AllocsPerRun's integer average reports as 0.
 func TestAllocationBudgets(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector adds allocations")

@@ -186,9 +186,10 @@ func (c *Cache) Remaining(key string) (time.Duration, bool) {
 // at once, while ristretto's admission decides on it in the background: a
 // refusal then takes the entry out, like an eviction (counted in
 // Stats.Rejected and Stats.Refused). Set waits for ristretto's goroutine
-// only when it is thousands of new entries behind (see the package doc). When Set returns false the key is
-// absent from the cache (any older value is gone): the entry's charge
-// exceeds MaxBytes (Stats.Rejected), ristretto's write buffer was full
+// only when it is thousands of new entries behind (see the package doc).
+// When Set returns false the key is absent from the cache (any older value
+// is gone): the entry's charge exceeds MaxBytes or the value is 4 GiB or
+// longer (Stats.Rejected), ristretto's write buffer was full
 // (Stats.Dropped), ttl was not positive, or the cache is closed.
 //
 // A Set of a key the cache already holds replaces the value inside the

@@ -11,10 +11,11 @@
 // entry is known by a 96-bit fingerprint of it (see Limits).
 //
 // An entry is charged what it costs in memory: EntryOverhead (the entry
-// and its slots in ristretto's maps, measured per Go version) plus its value's allocation size, its capacity rounded up to
-// Go's size class. MaxBytes bounds the sum; FixedBytes(MaxBytes) is the
-// rest (ristretto's admission sketch, its write buffer, the read index's
-// tables), allocated by New. Admission and eviction are ristretto's
+// and its slots in ristretto's maps, measured per Go version) plus its
+// value's allocation size, its capacity rounded up to Go's size class.
+// MaxBytes bounds the sum; FixedBytes(MaxBytes) is the rest (ristretto's
+// admission sketch, its write buffer, the read index's tables), allocated
+// by New. Admission and eviction are ristretto's
 // TinyLFU/sampled LFU.
 //
 // # Reads
