@@ -41,7 +41,7 @@
 // wait for that: Get serves the new entry from the index meanwhile, and a
 // refusal, when it comes, takes the entry out like an eviction (counted in
 // Stats.Refused). A false Set leaves the key absent, never with an older
-// value. A Set waits for ristretto only when 4,096 new entries are queued
+// value. A Set waits for ristretto only when 1,024 new entries are queued
 // already (a burst of new keys then runs at the pace of admission instead of
 // being dropped), or when its entry replaces one still queued (ristretto
 // would refuse the second of two queued entries of a key).
