@@ -24,9 +24,10 @@
 // # Guarantees
 //
 //   - Read-your-write: once Set returns nil, a Get in the same process sees
-//     the new value or a later one (unless L1 admission rejected it in
-//     L1-only mode, which Stats counts, or, under Reliability.FailOpen, the
-//     write was absorbed, which ReliabilityStats counts as Degraded).
+//     the new value or a later one (unless, in L1-only mode, L1 admission
+//     refused it, at once or later, which Stats counts in L1Rejected, or,
+//     under Reliability.FailOpen, the write was absorbed, which
+//     ReliabilityStats counts as Degraded).
 //   - L1 never serves what Redis no longer holds because of this process:
 //     every L1 write after a Redis round trip lands only if no Set, Delete,
 //     invalidation or flush of the key overlapped it, and an L1 entry never

@@ -3,6 +3,8 @@ package cachekit
 import (
 	"bytes"
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,3 +81,12 @@ func redisClient(t *testing.T, opts Options) (*Client, *redis.Client) {
 	opts.Redis = rdb
 	return newClient(t, opts), rdb
 }
+
+// sessionKey is a 25-byte key, a session store's shape.
+func sessionKey(i int) string {
+	s := strconv.Itoa(i)
+	return "session:" + strings.Repeat("0", 17-len(s)) + s
+}
+
+// value32 is a 32-byte value, a session token's size.
+var value32 = strings.Repeat("v", 32)

@@ -10,12 +10,18 @@ import (
 type Stats struct {
 	L1Hits, L1Misses uint64
 	// L1Rejected counts writes (Set, MSet, loads, refreshes) whose bytes L1
-	// did not keep: admission refused them (L1 full), another write, delete
-	// or invalidation of the key overlapped the Redis round trip (L1 then
-	// drops the key, as Redis may hold the other value), or invalidation
-	// tracking was down. The next read goes to Redis.
+	// did not keep: admission refused them (L1 full; for a key L1 did not
+	// hold, the refusal may come after the write returned, as L1 serves
+	// the new entry at once and decides in the background: counted here
+	// when it comes, as are such late refusals of entries a Get put in
+	// L1), another write, delete or invalidation of the key overlapped the
+	// Redis round trip (L1 then drops the key, as Redis may hold the other
+	// value), or invalidation tracking was down. The next read goes to
+	// Redis.
 	L1Rejected uint64
-	// L1Bytes is the sealed bytes L1 holds now.
+	// L1Bytes is what L1 charges for the entries it holds now, in bytes
+	// of memory: their sealed bytes at Go's allocation size plus
+	// l1.EntryOverhead each (see Options.L1MaxBytes).
 	L1Bytes int64
 	// L1OpenFailures counts L1 entries that failed to decrypt or unwrap
 	// and were evicted (the read fell through to L2).
@@ -81,7 +87,9 @@ func (c *Client) Stats() Stats {
 		LeasesLost:     c.stats.leaseLost.Load(),
 	}
 	if c.l1 != nil {
-		st.L1Bytes = c.l1.Stats().CostBytes
+		ls := c.l1.Stats()
+		st.L1Bytes = ls.CostBytes
+		st.L1Rejected += ls.Refused // refusals decided after the write returned
 	}
 	if c.enc != nil {
 		es := c.enc.Stats()

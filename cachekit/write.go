@@ -30,7 +30,10 @@ func (c *Client) Set(ctx context.Context, key string, value any) error {
 // this process returns the new value or a later one, with two exceptions:
 // under Reliability.FailOpen a nil return may mean Redis was unreachable and
 // the write was absorbed (ReliabilityStats counts it as Degraded), and in
-// L1-only mode L1 admission may reject it (Stats counts L1Rejected).
+// L1-only mode L1 admission may refuse it: at once when its sealed bytes
+// alone exceed L1MaxBytes, or, for a key L1 did not hold, after SetWithTTL
+// returned (L1 serves the new value meanwhile and decides in the
+// background). Stats counts either in L1Rejected.
 func (c *Client) SetWithTTL(ctx context.Context, key string, value any, ttl time.Duration) error {
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSetWithTTL, key, 1)

@@ -3,10 +3,10 @@ package l1
 import (
 	"hash/maphash"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/dgraph-io/ristretto/v2"
 
@@ -14,17 +14,19 @@ import (
 )
 
 // Cache is an in-process cache of immutable byte slices with per-entry TTLs,
-// bounded by the total length of the stored values. It is safe for
-// concurrent use. See the package documentation for its guarantees.
+// bounded by what its entries cost in memory (see Config.MaxBytes). It is
+// safe for concurrent use. See the package documentation for its
+// guarantees.
 type Cache struct {
-	rc *ristretto.Cache[string, *entry]
-	// index maps each key to the entry ristretto holds for it (string ->
-	// *entry). It is the read path: a hit is one lock-free load here, and
-	// ristretto hears of it through touch. Writers publish an entry once
-	// ristretto has admitted it; OnEvict, Delete, Clear and Close remove it.
-	index sync.Map
+	rc *ristretto.Cache[uint64, *entry]
+	// idx finds each key's entry: the read path. A hit is one lock-free
+	// probe here, and ristretto hears of it through touch. A write
+	// publishes its entry before handing it to ristretto; OnEvict,
+	// OnReject, Delete, Clear and Close take it out (see index.go).
+	idx   index
 	cfg   settings
-	seed  maphash.Seed
+	seed  maphash.Seed // the key's hash: index slot, ristretto key, locks
+	seed2 maphash.Seed // the key's check: the rest of its fingerprint
 	// epoch anchors expiry times without a Clock: they are monotonic
 	// nanoseconds since epoch, one clock read cheaper than time.Now.
 	epoch time.Time
@@ -42,6 +44,9 @@ type Cache struct {
 	shards  [numShards]shard
 	stripes [numStripes]stripe
 	ctr     counters
+	// queued counts the entries handed to ristretto that its goroutine has
+	// not taken from its write buffer yet (entryQueued; see put).
+	queued atomic.Int64
 
 	// testHookLocked, when set, runs inside a write after the version
 	// check, with the key's stripe locked. Tests use it to interleave.
@@ -52,46 +57,10 @@ type Cache struct {
 	// testHookClear, when set, runs inside Clear after the index swap,
 	// with no lock but clearMu held, before ristretto is emptied.
 	testHookClear func()
-}
-
-// entry is what ristretto stores: the current value plus the bookkeeping
-// that read-your-write, in-place rewrites and the injectable clock need.
-type entry struct {
-	// cur is the value Get returns. A rewrite of a cached key may swap it
-	// (see rewrite); it points at first until then.
-	cur atomic.Pointer[stored]
-	// first is the value the entry was created with.
-	first stored
-	// cost is what ristretto charged for the entry.
-	cost int64
-	// key is the entry's key, for OnEvict to unpublish it.
-	key string
-	// rejected is set by ristretto's OnReject callback when admission
-	// turned the entry away.
-	rejected atomic.Bool
-	// gone is set by OnEvict once ristretto has dropped the entry; a
-	// writer that publishes the entry afterwards takes it back out.
-	gone atomic.Bool
-	// touched counts the Gets that reported the entry to ristretto in
-	// the current window (see touchHit).
-	touched atomic.Uint64
-	// phase offsets the entry's windows (see touchPhase).
-	phase int64
-}
-
-// stored is one byte slice with its expiry (see Cache.now).
-type stored struct {
-	val []byte
-	exp int64
-}
-
-// newEntry returns an entry holding v, charged cost.
-func newEntry(key string, v stored, cost int64) *entry {
-	// The entry outlives the call, so it keeps its own copy of key: a key
-	// sliced from a larger string must not keep that string alive.
-	e := &entry{first: v, cost: cost, key: strings.Clone(key), phase: touchPhase()}
-	e.cur.Store(&e.first)
-	return e
+	// testHookVerdict, when set, runs on ristretto's goroutine before it
+	// decides on a new entry (from the Cost callback). Tests block it to
+	// hold an admission in flight.
+	testHookVerdict func(*entry)
 }
 
 // New returns an empty Cache. It fails with a *ConfigError when cfg is
@@ -101,14 +70,21 @@ func New(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{cfg: s, seed: maphash.MakeSeed(), epoch: time.Now()}
-	rc, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
-		NumCounters:        s.numCounters,
-		MaxCost:            s.maxBytes,
-		BufferItems:        ristrettoBufferSize,
+	c := &Cache{cfg: s, seed: maphash.MakeSeed(), seed2: maphash.MakeSeed(), epoch: time.Now()}
+	c.idx.init(s.maxBytes)
+	rc, err := ristretto.NewCache(&ristretto.Config[uint64, *entry]{
+		NumCounters: s.numCounters,
+		MaxCost:     s.maxBytes,
+		BufferItems: ristrettoBufferSize,
+		// The cost given to Set is the entry's whole charge.
 		IgnoreInternalCost: true,
-		OnEvict:            c.onEvict,
-		OnReject:           c.onReject,
+		// Keys reach ristretto already hashed: it neither hashes a key
+		// again nor sees one.
+		KeyToHash:    func(h uint64) (uint64, uint64) { return h, 0 },
+		ShouldUpdate: shouldUpdate,
+		Cost:         c.charge,
+		OnEvict:      c.onEvict,
+		OnReject:     c.onReject,
 	})
 	if err != nil {
 		// resolve has already enforced everything ristretto checks.
@@ -128,36 +104,72 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	// goroutines reading the same hot key on different cores do not
 	// contend for one word.
 	sh := &c.shards[hot.Index(numShards)]
-	ei, ok := c.index.Load(key)
-	if !ok {
+	h := c.keyHash(key)
+	e := c.lookup(h, key)
+	if e == nil {
 		// Ristretto counts every miss, as its own Get would: a key
 		// requested often gets in at its next Set.
-		c.touch(sh, key)
+		c.touch(sh, h)
 		sh.misses.Add(1)
 		return nil, false
 	}
-	e := ei.(*entry)
-	v := e.cur.Load()
+	// e.load, by hand: the compiler would not inline it.
+	s := e.seq.Load()
+	data, n, exp := e.data.Load(), e.n.Load(), e.exp.Load()
+	if s&1 != 0 || e.seq.Load() != s {
+		return c.getSlow(sh, e)
+	}
 	now := c.now()
-	c.touchHit(sh, key, e, now)
-	if now >= v.exp {
+	c.touchHit(sh, e, now)
+	if now >= exp {
 		sh.misses.Add(1)
 		c.ctr.expirations.Add(1)
 		return nil, false
 	}
 	sh.hits.Add(1)
-	return v.val, true
+	return unsafe.Slice(data, n), true
+}
+
+// getSlow is the rest of Get for an entry a rewrite is storing into.
+func (c *Cache) getSlow(sh *shard, e *entry) ([]byte, bool) {
+	val, exp := e.loadSlow()
+	now := c.now()
+	c.touchHit(sh, e, now)
+	if now >= exp {
+		sh.misses.Add(1)
+		c.ctr.expirations.Add(1)
+		return nil, false
+	}
+	sh.hits.Add(1)
+	return val, true
+}
+
+// lookup returns key's entry (key hashes to h), or nil. It takes no lock:
+// it probes the table its segment holds now. The check is computed only
+// for an entry whose hash matches.
+func (c *Cache) lookup(h uint64, key string) *entry {
+	t := c.idx.segment(h).tab.Load()
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		e := t.slots[i].Load()
+		if e == nil {
+			return nil
+		}
+		if e.hash == h && e != tombstone && e.check == c.keyCheck(key) {
+			return e
+		}
+	}
 }
 
 // Remaining returns how long key's entry has left before it expires (at
 // most the ttl it was stored with), or false when the cache does not hold
 // key or the entry has expired. It counts neither a hit nor a miss.
 func (c *Cache) Remaining(key string) (time.Duration, bool) {
-	ei, ok := c.index.Load(key)
-	if !ok {
+	e := c.lookup(c.keyHash(key), key)
+	if e == nil {
 		return 0, false
 	}
-	left := ei.(*entry).cur.Load().exp - c.now()
+	_, exp := e.load()
+	left := exp - c.now()
 	if left <= 0 {
 		return 0, false
 	}
@@ -166,20 +178,39 @@ func (c *Cache) Remaining(key string) (time.Duration, bool) {
 
 // Set stores val under key for ttl (shortened by the configured jitter) and
 // advances the key's Version. The cache keeps val: the caller must not
-// modify it afterwards.
+// modify it afterwards (nor append to it: its whole capacity is charged).
 //
 // When Set returns true, every later Get in this process returns val until
 // the entry expires, is evicted, or a later Set, Delete or Clear replaces
-// it; this holds for new keys too. When it returns false the key is absent
-// from the cache (any older value is gone): admission rejected val (counted
-// in Stats.Rejected), ristretto's write buffer was full (Stats.Dropped),
-// ttl was not positive, or the cache is closed.
+// it; this holds for new keys too. A new key is served from the read index
+// at once, while ristretto's admission decides on it in the background: a
+// refusal then takes the entry out, like an eviction (counted in
+// Stats.Rejected and Stats.Refused). Set waits for ristretto's goroutine
+// only when it is thousands of new entries behind (see the package doc).
+// When Set returns false the key is absent from the cache (any older value
+// is gone): the entry's charge exceeds MaxBytes or the value is 4 GiB or
+// longer (Stats.Rejected), ristretto's write buffer was full
+// (Stats.Dropped), ttl was not positive, or the cache is closed.
 //
 // A Set of a key the cache already holds replaces the value inside the
-// existing entry when the new value is no longer than the one the entry
-// was charged for, nor under half of it; Stats counts these as Rewrites.
+// existing entry when the new value's charge is no more than the one the
+// entry was charged for, nor under half of it; Stats counts these as
+// Rewrites.
 func (c *Cache) Set(key string, val []byte, ttl time.Duration) bool {
 	return c.write(key, val, ttl, 0, false)
+}
+
+// Wait blocks until ristretto has decided on every new entry queued before
+// the call (admitted, refused or evicted it), so that Stats.CostBytes
+// counts them. Reads and writes never need it: Get serves a new entry from
+// the moment its Set returns. It returns at once on a closed cache.
+func (c *Cache) Wait() {
+	sh := &c.shards[0]
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if !c.closed {
+		c.rc.Wait()
+	}
 }
 
 // Delete removes key and advances its Version, so that a backfill which
@@ -196,27 +227,38 @@ func (c *Cache) Delete(key string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.ver.Add(1)
-	c.rc.Del(key)
-	c.index.Delete(key)
+	c.drop(h, c.keyCheck(key))
+}
+
+// drop takes key (h, check) out of the index and out of ristretto. The
+// caller holds the key's stripe lock. An entry still queued for admission
+// is marked deleted: ristretto may store it before it applies the delete
+// queued behind it, and no write may replace it in between (shouldUpdate).
+func (c *Cache) drop(h uint64, check uint32) {
+	if e := c.idx.remove(h, check, nil); e != nil {
+		e.meta.Or(entryDeleted)
+	}
+	c.rc.Del(h)
 }
 
 // Clear removes every entry and advances every Version. A Get, Set or
 // Delete that returns after Clear returns sees none of the entries Clear
 // removed; one that runs while Clear does may see its own write dropped
 // (a miss, never an older value). Clear holds the cache's locks only to
-// swap the read index and advance the Versions, a constant-time step:
+// swap in empty index tables (made beforehand) and advance the Versions:
 // emptying ristretto, which takes milliseconds on a large cache (its
 // frequency sketch is sized to it), runs after those locks are released,
-// so Gets and rewrites never wait for it (a Set of a new key may wait
-// for ristretto's admission verdict, as it always does). Clear on a closed
-// cache does nothing.
+// so Gets, Deletes and rewrites never wait for it, nor does a Set unless it
+// waits for ristretto's queue (see Set). Clear on a closed cache does
+// nothing.
 func (c *Cache) Clear() {
 	c.clearMu.Lock()
 	defer c.clearMu.Unlock()
+	fresh := c.idx.fresh()
 	c.lockAll()
 	closed := c.closed
 	if !closed {
-		c.index.Clear()
+		c.idx.reset(fresh)
 		c.bumpAll()
 	}
 	c.unlockAll()
@@ -248,13 +290,17 @@ func (c *Cache) Close() {
 	c.clearing.Store(true)
 	c.rc.Close()
 	c.closed = true
-	c.index.Clear()
+	var empty [indexSegments]*table
+	for i := range empty {
+		empty[i] = newTable(minSegmentSlots)
+	}
+	c.idx.reset(empty)
 	c.bumpAll()
 }
 
 // write is Set (conditional false) and SetIfVersion (conditional true).
 func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, conditional bool) bool {
-	return c.locked(key, func(st *stripe) bool {
+	return c.locked(key, func(h uint64, st *stripe) bool {
 		if conditional && Version(st.ver.Load()) != v {
 			c.ctr.stale.Add(1)
 			return false
@@ -263,84 +309,98 @@ func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, cond
 		if c.testHookLocked != nil {
 			c.testHookLocked()
 		}
-		return c.put(key, val, ttl)
+		return c.put(h, c.keyCheck(key), val, ttl)
 	})
 }
 
-// put stores one entry. The caller holds the key's stripe lock, so no other
-// write of this key runs concurrently: whatever ristretto holds for the key
-// was written by an earlier, completed put.
+// put stores one entry of the key (h, check). The caller holds the key's
+// stripe lock, so no other write of this key runs concurrently.
 //
-// Ristretto applies a write to an existing key synchronously, but queues a
-// new key in its write buffer, where admission may still reject it. put
-// therefore checks whether the entry is visible right away and, if not,
-// waits for the buffer to drain and reads the admission verdict that the
-// OnReject callback left on the entry.
-func (c *Cache) put(key string, val []byte, ttl time.Duration) bool {
-	cost := max(int64(len(val)), 1)
-	if ttl <= 0 || cost > c.cfg.maxBytes {
+// The entry is published in the index first, then handed to ristretto. For
+// a key ristretto already stores, its store takes the entry synchronously
+// (shouldUpdate marks it entryUpdated). A new key waits in ristretto's write
+// buffer for admission; Get serves it meanwhile, and a refusal or eviction
+// unpublishes it (onReject, onEvict). Two cases wait for the buffer: a Set
+// that finds maxQueued entries queued (pacing a burst of new keys to
+// ristretto's goroutine), and an entry that replaces one ristretto has not
+// stored yet, since ristretto would refuse the second of two queued new
+// entries of one key.
+func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool {
+	vc := allocSize(cap(val))
+	cost := EntryOverhead + vc
+	if ttl <= 0 || cost > c.cfg.maxBytes || len(val) > maxValueLen {
 		if ttl > 0 {
 			c.ctr.rejected.Add(1) // admission would refuse it anyway
 		}
-		c.rc.Del(key) // never leave an older value behind a failed write
-		c.index.Delete(key)
+		c.drop(h, check) // never leave an older value behind a failed write
 		return false
 	}
-	ttl = c.cfg.jittered(ttl)
-	v := stored{val: val, exp: c.deadline(ttl)}
-	if c.rewrite(key, v, cost) {
+	exp := c.deadline(c.cfg.jittered(ttl))
+	if c.rewrite(h, check, val, exp, vc) {
 		return true
 	}
-	e := newEntry(key, v, cost)
-	// No TTL for ristretto: expiry is v.exp, checked by Get, which spares
-	// every hit ristretto's time.Now. An expired entry is reclaimed when
-	// the key is written again or when eviction picks it.
-	if !c.rc.Set(key, e, cost) {
-		// Only a new key can be dropped, so ristretto holds nothing
-		// older; an index entry can only be one it is evicting now.
-		c.ctr.dropped.Add(1)
-		c.index.Delete(key)
-		return false
-	}
-	if _, visible := c.rc.GetTTL(key); !visible {
-		// Not updated in place nor admitted yet: wait for the verdict.
+	if c.queued.Load() >= maxQueued {
+		// Ristretto's goroutine is behind: wait for it rather than let
+		// its write buffer fill and drop new keys.
 		c.rc.Wait()
-		if e.rejected.Load() {
-			c.index.Delete(key)
+	}
+	e := newEntry(h, check, val, exp, vc)
+	for try := 0; ; try++ {
+		prev := c.idx.publish(e)
+		if prev != nil && try == 0 {
+			e.meta.Or(entryAwaited) // this Set may wait for e's verdict
+		}
+		sc := c.setCost(cost)
+		if sc == 0 { // ristretto will call charge when it takes e
+			c.queued.Add(1)
+			e.meta.Or(entryQueued)
+		}
+		if !c.rc.Set(h, e, sc) {
+			// Only a new entry can be dropped: ristretto's store holds
+			// nothing of this key that the index serves.
+			c.dequeued(e)
+			c.ctr.dropped.Add(1)
+			c.idx.remove(h, check, e)
 			return false
 		}
+		if e.has(entryUpdated) {
+			c.dequeued(e) // in the store already; only its cost is queued
+		}
+		if prev == nil || e.has(entryUpdated) || try > 0 {
+			e.meta.And(^uint32(entryAwaited))
+			return true
+		}
+		// prev is still queued for admission (or was just refused or
+		// evicted): see what ristretto made of both, and if it kept prev
+		// and refused e as a duplicate, send e again, now an update of
+		// prev (or, if ristretto dropped prev meanwhile, a new entry).
+		c.rc.Wait()
+		rejected := e.has(entryRejected)
+		e.meta.And(^uint32(entryAwaited | entryRejected))
+		if !rejected {
+			return true
+		}
 	}
-	c.publish(e)
-	return true
 }
 
-// publish makes e, which ristretto holds, the entry Get finds for its key.
-// OnEvict may have dropped e since: it sets gone before it unpublishes, and
-// publish checks gone after it stores, so one of the two removes e.
-func (c *Cache) publish(e *entry) {
-	c.index.Store(e.key, e)
-	if e.gone.Load() {
-		c.index.CompareAndDelete(e.key, e)
-	}
-}
-
-// rewrite stores v in the entry already cached for key, without going
-// through ristretto, when the entry's charged cost covers v and is at most
-// twice v's (so ristretto's accounting stays an upper bound within a factor
-// of two). The value carries its own expiry, so nothing else differs from
-// a full write, which for an existing key costs ristretto a hand-off to its
+// rewrite stores val, expiring at exp, in the entry already indexed for the
+// key, without going through ristretto, when the entry's value charge
+// covers val's (vc) and is at most twice it (so the charge stays an upper
+// bound within a factor of two). The entry no longer references the value
+// it held, and the rewrite allocates nothing. The value carries its own
+// expiry, so nothing else differs from a
+// full write, which for an existing key costs ristretto a hand-off to its
 // policy goroutine: on a busy machine, a thread wake-up per Set of a hot
 // key. The caller holds the key's stripe lock.
-func (c *Cache) rewrite(key string, v stored, cost int64) bool {
-	ei, ok := c.index.Load(key)
-	if !ok {
+func (c *Cache) rewrite(h uint64, check uint32, val []byte, exp int64, vc int64) bool {
+	e := c.idx.get(h, check)
+	if e == nil {
 		return false
 	}
-	e := ei.(*entry)
-	if e.gone.Load() || cost > e.cost || 2*cost < e.cost {
+	if ec := e.valueCharge(); vc > ec || 2*vc < ec || vc > maxValueCharge {
 		return false
 	}
-	e.cur.Store(&v)
+	e.store(val, exp)
 	c.ctr.rewrites.Add(1)
 	return true
 }

@@ -9,12 +9,12 @@ import "time"
 // concurrent SetIfPresence(key, ..., false) calls at most one stores. It
 // returns true when val was stored.
 func (c *Cache) SetIfPresence(key string, val []byte, ttl time.Duration, present bool) bool {
-	return c.locked(key, func(st *stripe) bool {
-		if _, ok := c.current(key); ok != present {
+	return c.locked(key, func(h uint64, st *stripe) bool {
+		if _, ok := c.current(h, key); ok != present {
 			return false
 		}
 		st.ver.Add(1)
-		return c.put(key, val, ttl)
+		return c.put(h, c.keyCheck(key), val, ttl)
 	})
 }
 
@@ -24,12 +24,12 @@ func (c *Cache) SetIfPresence(key string, val []byte, ttl time.Duration, present
 // write lock, so it is the latest one, never an older value written back.
 // It returns true when the entry now lives for ttl.
 func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
-	return c.locked(key, func(st *stripe) bool {
+	return c.locked(key, func(h uint64, st *stripe) bool {
 		if Version(st.ver.Load()) != v {
 			c.ctr.stale.Add(1)
 			return false
 		}
-		return c.restore(st, key, ttl)
+		return c.restore(h, st, key, ttl)
 	})
 }
 
@@ -37,24 +37,24 @@ func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
 // holds now with the new ttl. It returns false when the cache holds no
 // unexpired entry for key.
 func (c *Cache) ExtendLatest(key string, ttl time.Duration) bool {
-	return c.locked(key, func(st *stripe) bool { return c.restore(st, key, ttl) })
+	return c.locked(key, func(h uint64, st *stripe) bool { return c.restore(h, st, key, ttl) })
 }
 
 // restore re-stores key's current value for ttl, advancing its token; the
 // caller holds key's stripe lock. False when there is no unexpired entry.
-func (c *Cache) restore(st *stripe, key string, ttl time.Duration) bool {
-	val, ok := c.current(key)
+func (c *Cache) restore(h uint64, st *stripe, key string, ttl time.Duration) bool {
+	val, ok := c.current(h, key)
 	if !ok {
 		return false
 	}
 	st.ver.Add(1)
-	return c.put(key, val, ttl)
+	return c.put(h, c.keyCheck(key), val, ttl)
 }
 
 // locked runs fn holding key's shard read lock and stripe lock (every
 // write of key runs under them: Set, SetIfVersion, SetIfPresence, Extend),
 // and counts a stored entry; false when the cache is closed.
-func (c *Cache) locked(key string, fn func(st *stripe) bool) bool {
+func (c *Cache) locked(key string, fn func(h uint64, st *stripe) bool) bool {
 	h := c.keyHash(key)
 	sh := c.shardOf(h)
 	sh.mu.RLock()
@@ -65,22 +65,23 @@ func (c *Cache) locked(key string, fn func(st *stripe) bool) bool {
 	st := c.stripeOf(h)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if fn(st) {
+	if fn(h, st) {
 		c.ctr.sets.Add(1)
 		return true
 	}
 	return false
 }
 
-// current returns key's unexpired value without counting a hit or a miss.
-func (c *Cache) current(key string) ([]byte, bool) {
-	ei, ok := c.index.Load(key)
-	if !ok {
+// current returns key's unexpired value (key hashes to h) without counting
+// a hit or a miss.
+func (c *Cache) current(h uint64, key string) ([]byte, bool) {
+	e := c.lookup(h, key)
+	if e == nil {
 		return nil, false
 	}
-	v := ei.(*entry).cur.Load()
-	if v.exp <= c.now() {
+	val, exp := e.load()
+	if exp <= c.now() {
 		return nil, false
 	}
-	return v.val, true
+	return val, true
 }

@@ -15,16 +15,18 @@ const MaxTTLJitter = 0.5
 // Config describes a Cache. The zero value is not usable: MaxBytes is
 // required. New copies the Config and never modifies the caller's value.
 type Config struct {
-	// MaxBytes is the capacity in stored bytes: every entry costs len(value)
-	// bytes (an empty value costs 1). Key strings and bookkeeping are not
-	// counted. Required: must be > 0.
+	// MaxBytes is the capacity in bytes of memory: every entry is charged
+	// EntryOverhead plus its value's allocation size (cap(value) rounded
+	// up to Go's size class); no copy of the key is kept. FixedBytes(MaxBytes)
+	// comes on top. Required: must be > 0.
 	MaxBytes int64
 
 	// NumCounters is the number of TinyLFU frequency counters (about 3 bytes
 	// each; ristretto rounds the count up to a power of two). Ten times the
 	// number of entries the cache holds when full works well. default: the
-	// largest power of two not above 10 × MaxBytes/256 (entries of about 256
-	// bytes), clamped to [1024, 1<<26]; 2 M for 64 MiB. Must not be negative.
+	// largest power of two not above 10 × MaxBytes/256 (entries charged
+	// about 256 bytes: EntryOverhead and a small value), clamped to
+	// [1024, 1<<26]; 2 M for 64 MiB. Must not be negative.
 	NumCounters int64
 
 	// TTLJitter spreads expirations: each entry's TTL is shortened by a
@@ -45,7 +47,7 @@ type Config struct {
 
 // Defaults used when the corresponding Config field is zero.
 const (
-	defaultEntryBytes   = 256     // assumed average entry size for NumCounters
+	defaultEntryBytes   = 256     // assumed average entry charge for NumCounters
 	countersPerEntry    = 10      // ristretto's recommended counters per entry
 	minNumCounters      = 1024    // floor so tiny caches still sample frequencies
 	maxNumCounters      = 1 << 26 // ceiling for the default: about 200 MB of counters

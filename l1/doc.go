@@ -7,20 +7,29 @@
 // The CacheKit client puts here exactly the bytes it stores in Redis
 // (AES-256-GCM ciphertext with encryption on; the envelope or plain msgpack
 // without it), under the caller's cache keys; l1 never sees key material
-// and does not interpret the bytes. An entry costs the length of its value; MaxBytes bounds
-// the sum. Admission and eviction are ristretto's TinyLFU/sampled LFU.
+// and does not interpret the bytes. It keeps no copy of a key either: an
+// entry is known by a 96-bit fingerprint of it (see Limits).
+//
+// An entry is charged what it costs in memory: EntryOverhead (the entry
+// and its slots in ristretto's maps, measured per Go version) plus its
+// value's allocation size, its capacity rounded up to Go's size class.
+// MaxBytes bounds the sum; FixedBytes(MaxBytes) is the rest (ristretto's
+// admission sketch, its write buffer, the read index's tables), allocated
+// by New. Admission and eviction are ristretto's
+// TinyLFU/sampled LFU.
 //
 // # Reads
 //
 // Ristretto decides what stays; Get does not go through it. l1 keeps a
-// read index (a sync.Map) of exactly the entries ristretto holds: a write
-// publishes its entry once ristretto has it, and ristretto's eviction
-// callback, Delete, Clear and Close take entries out. A hit is one
-// lock-free map load and one clock read. Ristretto still hears of the
-// reads its policy needs: every miss, and each entry's hits up to 32 per
-// window of about 67 ms, twice what its frequency sketch can tell apart
-// (touch.go has the numbers); those reports take a shard read lock, as
-// every Get did before. Without that cap, every 64th read of a hot key
+// read index (an open-addressed table, index.go) of the entries ristretto
+// holds and of new ones it has not decided on yet: a write publishes its
+// entry before handing it to ristretto, and ristretto's eviction and
+// rejection callbacks, Delete, Clear and Close take entries out. A hit is
+// two hashes of the key, one lock-free probe and one clock read. Ristretto
+// still hears of the reads its policy needs: every miss, and each entry's
+// hits up to 32 per window of about 67 ms, twice what its frequency sketch
+// can tell apart (touch.go has the numbers); those reports take a shard
+// read lock, as every Get did before. Without that cap, every 64th read of a hot key
 // would wake ristretto's policy goroutine.
 //
 // # Guarantees
@@ -28,10 +37,14 @@
 // Read-your-write: once Set returns true, Get in the same process returns
 // that value until it expires, is evicted, or a later Set, Delete or Clear
 // replaces it, including for keys the cache did not hold before. Ristretto
-// queues new keys asynchronously and may still refuse them; Set hides this by
-// waiting for the queue when the entry is not visible at once, and reports a
-// refusal by returning false. A false Set leaves the key absent, never with
-// an older value.
+// queues new keys and decides on them on its own goroutine; Set does not
+// wait for that: Get serves the new entry from the index meanwhile, and a
+// refusal, when it comes, takes the entry out like an eviction (counted in
+// Stats.Refused). A false Set leaves the key absent, never with an older
+// value. A Set waits for ristretto only when 1,024 new entries are queued
+// already (a burst of new keys then runs at the pace of admission instead of
+// being dropped), or when its entry replaces one still queued (ristretto
+// would refuse the second of two queued entries of a key).
 //
 // Versioned backfill: Version and SetIfVersion let a reader that missed here
 // and fetched from a slower tier store what it found only if no write or
@@ -43,15 +56,22 @@
 // for the few hits per window that are reported to ristretto. Close is
 // atomic with respect to the other operations; so is Clear, except that a
 // write running concurrently with it may be dropped (see Cache.Clear). Clear
-// holds the cache's locks for a constant-time step only; while ristretto
-// empties itself, Gets and rewrites proceed, and only a Set of a new key
-// may wait for ristretto's admission verdict. After Close, Get misses,
-// writes return false and Close is a no-op.
+// holds the cache's locks only to swap in empty index tables; while
+// ristretto empties itself, Gets, Deletes, rewrites and Sets that need not
+// wait for ristretto's queue proceed. After Close,
+// Get misses, writes return false and Close is a no-op.
+//
+// Invalidation never races a pending admission into a stale read: ristretto
+// only ever takes entries out of the index, by identity, so a Delete or
+// Clear that removed a queued entry is final, and an entry Delete removed
+// while queued is never replaced in ristretto's store by a later write
+// (the delete queued behind it would take that write with it).
 //
 // Rewrites: a Set of a key already cached replaces the value inside the
 // existing entry, without a round through ristretto's policy goroutine, when
-// the cost ristretto charged for the entry still covers the new value (see
-// Cache.Set). Rewriting a hot key thus costs no goroutine hand-off.
+// the charge of the entry's first value still covers the new one and is at
+// most twice it (see Cache.Set). Rewriting a hot key thus costs no
+// goroutine hand-off.
 //
 // # Time
 //
@@ -68,7 +88,12 @@
 // # Limits
 //
 // An entry updated at the moment ristretto evicts it may be lost: the next
-// Get misses (it never returns an older value). Key strings (the read index
-// holds one per entry) and ristretto's own bookkeeping are not charged
-// against MaxBytes.
+// Get misses (it never returns an older value). Keys are identified by two
+// seeded hashes (64 + 32 bits): two keys with the same fingerprint would
+// share an entry, with probability about n²/2⁹⁷ for n keys held (under
+// 10⁻¹⁷ for a million); the seeds are random per cache, so such keys cannot
+// be chosen. Heap in use can exceed MaxBytes + FixedBytes by the garbage of
+// one GC cycle that shares spans with surviving entries (after a million
+// evictions, 1.3 to 1.7 × MaxBytes + FixedBytes on Go 1.26, while the live
+// bytes stay within 1.15 × MaxBytes + FixedBytes).
 package l1

@@ -66,3 +66,19 @@ func mustMiss(tb testing.TB, c *Cache, key string) {
 		tb.Fatalf("Get: hit, want a miss")
 	}
 }
+
+// held reports whether ristretto's store holds key.
+func held(c *Cache, key string) bool {
+	_, ok := c.rc.GetTTL(c.keyHash(key))
+	return ok
+}
+
+// indexed returns the entry Get finds for key, or nil.
+func indexed(c *Cache, key string) *entry {
+	return c.lookup(c.keyHash(key), key)
+}
+
+// chargeOf is what an entry whose value has capacity n is charged.
+func chargeOf(n int) int64 {
+	return EntryOverhead + allocSize(n)
+}

@@ -2,7 +2,6 @@ package l1
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,71 +119,47 @@ func TestIndexMatchesRistretto(t *testing.T) {
 	if c.Stats().Evictions == 0 {
 		t.Fatal("no evictions: the test does not exercise OnEvict")
 	}
-	held := 0
+	n := 0
 	for _, k := range keys {
-		_, inIndex := c.index.Load(k)
-		_, inRistretto := c.rc.GetTTL(k)
+		inIndex, inRistretto := indexed(c, k) != nil, held(c, k)
 		if inIndex != inRistretto {
 			t.Fatalf("index has key: %v, ristretto has it: %v", inIndex, inRistretto)
 		}
 		if inIndex {
-			held++
+			n++
 		}
 	}
+	held := n
 	if held == 0 {
 		t.Fatal("nothing held")
 	}
 }
 
-// An eviction racing with the write that publishes the entry removes it
-// whichever runs first.
-func TestPublishAndEvictInEitherOrder(t *testing.T) {
+// A ristretto callback (eviction, refusal) takes out only the entry it
+// names: once a newer entry of the key is indexed, the older one's
+// eviction leaves it in place.
+func TestCallbacksRemoveOnlyTheirEntry(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 1 << 20})
-	evict := func(e *entry) { c.onEvict(&ristretto.Item[*entry]{Value: e}) }
-
-	e := newEntry("a", stored{val: value(1, 10), exp: c.deadline(time.Hour)}, 10)
-	evict(e)
-	c.publish(e)
+	evict := func(key string) *entry {
+		e := indexed(c, key)
+		c.onEvict(&ristretto.Item[*entry]{Value: e})
+		return e
+	}
+	c.Set("a", value(1, 10), time.Hour)
+	evict("a")
 	mustMiss(t, c, "a")
 
-	e = newEntry("b", stored{val: value(2, 10), exp: c.deadline(time.Hour)}, 10)
-	c.publish(e)
-	mustGet(t, c, "b", value(2, 10))
-	evict(e)
-	mustMiss(t, c, "b")
-
-	// The eviction of an entry that a newer one has replaced leaves the
-	// newer one in place.
-	old := newEntry("c", stored{val: value(3, 10), exp: c.deadline(time.Hour)}, 10)
-	c.publish(old)
-	cur := newEntry("c", stored{val: value(4, 10), exp: c.deadline(time.Hour)}, 10)
-	c.publish(cur)
-	evict(old)
-	mustGet(t, c, "c", value(4, 10))
-}
-
-// A Set never rewrites an entry ristretto has already dropped: it goes
-// through ristretto again, so the value stays accounted for.
-func TestRewriteSkipsEvictedEntry(t *testing.T) {
-	c := newCache(t, Config{MaxBytes: 1 << 20})
-	c.Set("k", value(1, 10), time.Hour)
-	ei, _ := c.index.Load("k")
-	e := ei.(*entry)
-	e.gone.Store(true) // as OnEvict leaves it, before it unpublishes
-	before := c.Stats().Rewrites
-	if !c.Set("k", value(2, 10), time.Hour) {
-		t.Fatal("Set returned false")
+	c.Set("c", value(3, 10), time.Hour)
+	old := indexed(c, "c")
+	c.Set("c", value(4, 1000), time.Hour) // not a rewrite: a new entry
+	if indexed(c, "c") == old {
+		t.Fatal("the second Set rewrote the entry; the test needs a new one")
 	}
-	if c.Stats().Rewrites != before {
-		t.Fatal("the Set rewrote an evicted entry")
-	}
-	ni, _ := c.index.Load("k")
-	if ni.(*entry) == e {
-		t.Fatal("the index still holds the evicted entry")
-	}
-	mustGet(t, c, "k", value(2, 10))
-	if _, ok := c.rc.GetTTL("k"); !ok {
-		t.Fatal("ristretto does not hold the key Get returns")
+	c.onEvict(&ristretto.Item[*entry]{Value: old})
+	c.onReject(&ristretto.Item[*entry]{Value: old})
+	mustGet(t, c, "c", value(4, 1000))
+	if st := c.Stats(); st.Refused != 0 {
+		t.Fatalf("Refused = %d for an entry the index no longer served", st.Refused)
 	}
 }
 
@@ -228,29 +203,19 @@ func TestIndexMatchesRistrettoUnderConcurrency(t *testing.T) {
 		t.Fatal("no evictions: the test does not exercise OnEvict")
 	}
 	for _, k := range keys {
-		_, inIndex := c.index.Load(k)
-		_, inRistretto := c.rc.GetTTL(k)
+		inIndex, inRistretto := indexed(c, k) != nil, held(c, k)
 		if inIndex != inRistretto {
 			t.Fatalf("index has key: %v, ristretto has it: %v", inIndex, inRistretto)
 		}
 	}
 }
 
-// The index keeps its own copy of a key, so a key sliced from a larger
-// string does not keep that string alive for the entry's lifetime.
-func TestIndexCopiesKey(t *testing.T) {
-	c := newCache(t, Config{MaxBytes: 1 << 20})
-	big := strings.Repeat("x", 1<<16) + "key"
-	key := big[len(big)-4:]
-	c.Set(key, value(1, 10), time.Hour)
-	ei, ok := c.index.Load(key)
-	if !ok {
-		t.Fatal("key not indexed")
+// An entry is 48 bytes, a size class: no byte is wasted, and it holds no
+// copy of the key.
+func TestEntryIsOneSizeClass(t *testing.T) {
+	if got := unsafe.Sizeof(entry{}); got != 48 {
+		t.Fatalf("entry is %d bytes, want 48", got)
 	}
-	if unsafe.StringData(ei.(*entry).key) == unsafe.StringData(key) {
-		t.Fatal("the entry shares the caller's key bytes")
-	}
-	mustGet(t, c, key, value(1, 10))
 }
 
 // Entries start their report windows at their own phase, within one
@@ -261,11 +226,11 @@ func TestTouchPhasesSpread(t *testing.T) {
 	for i := range 20 {
 		k := fmt.Sprintf("k%d", i)
 		c.Set(k, value(i, 10), time.Hour)
-		ei, ok := c.index.Load(k)
-		if !ok {
+		e := indexed(c, k)
+		if e == nil {
 			t.Fatal("not indexed")
 		}
-		p := ei.(*entry).phase
+		p := e.phase()
 		if p < 0 || p >= 1<<touchWindowShift {
 			t.Fatalf("phase %d outside one window", p)
 		}

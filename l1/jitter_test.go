@@ -9,11 +9,12 @@ import (
 // expiryOf reads the clock-based expiry of key's entry (white box).
 func expiryOf(t *testing.T, c *Cache, key string) time.Time {
 	t.Helper()
-	e, ok := c.rc.Get(key)
-	if !ok {
+	e := indexed(c, key)
+	if e == nil {
 		t.Fatal("entry missing")
 	}
-	return time.Unix(0, e.cur.Load().exp)
+	_, exp := e.load()
+	return time.Unix(0, exp)
 }
 
 func TestJitterFractions(t *testing.T) {

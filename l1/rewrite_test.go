@@ -2,6 +2,9 @@ package l1
 
 import (
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,8 +33,8 @@ func TestRewriteOfHotKeyStaysInPlace(t *testing.T) {
 		t.Fatalf("Sets grew by %d, want 2: a rewrite is a Set", got)
 	}
 	// The charge stays the first value's: never below what is held.
-	if st.CostBytes != 100 {
-		t.Fatalf("CostBytes = %d, want the 100 charged for the entry", st.CostBytes)
+	if st.CostBytes != chargeOf(100) {
+		t.Fatalf("CostBytes = %d, want the %d charged for the entry", st.CostBytes, chargeOf(100))
 	}
 }
 
@@ -40,8 +43,8 @@ func TestRewriteRefusedWhenTheChargeWouldNotFit(t *testing.T) {
 		name   string
 		second int
 	}{
-		{"longer value", 101},
-		{"under half the charge", 49},
+		{"larger size class", 113},    // 128 bytes against the entry's 112
+		{"under half the charge", 48}, // 48 bytes, under half of 112
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, Config{MaxBytes: 1 << 20})
@@ -58,8 +61,8 @@ func TestRewriteRefusedWhenTheChargeWouldNotFit(t *testing.T) {
 				t.Fatalf("Rewrites = %d, want %d: this write must go through ristretto", got, before)
 			}
 			c.rc.Wait() // ristretto applies an update's cost on its policy goroutine
-			if got := c.Stats().CostBytes; got != int64(tc.second) {
-				t.Fatalf("CostBytes = %d, want %d after a full write", got, tc.second)
+			if got := c.Stats().CostBytes; got != chargeOf(tc.second) {
+				t.Fatalf("CostBytes = %d, want %d after a full write", got, chargeOf(tc.second))
 			}
 		})
 	}
@@ -142,4 +145,74 @@ func TestHugeTTLDoesNotWrap(t *testing.T) {
 	}
 	clk.Advance(100 * 365 * 24 * time.Hour)
 	mustGet(t, c, "k", v)
+}
+
+// Readers racing rewrites see one whole value, never one value's bytes
+// with another's length or expiry: a rewrite stores the value's three words
+// under the entry's sequence counter.
+func TestRewriteReadersSeeWholeValues(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	long, short := value(1, 100), value(2, 60) // one size class apart: rewrites
+	c.Set("k", long, time.Hour)
+	var wg sync.WaitGroup
+	var torn atomic.Int64
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if got, ok := c.Get("k"); !ok || (string(got) != string(long) && string(got) != string(short)) {
+					torn.Add(1)
+				}
+			}
+		})
+	}
+	for i := range 20000 {
+		v := long
+		if i%2 == 0 {
+			v = short
+		}
+		c.Set("k", v, time.Hour)
+	}
+	close(stop)
+	wg.Wait()
+	if c.Stats().Rewrites < 20000 {
+		t.Fatalf("%d rewrites: the test needs every Set to rewrite", c.Stats().Rewrites)
+	}
+	if n := torn.Load(); n != 0 {
+		t.Fatalf("%d Gets returned a value that was never stored", n)
+	}
+}
+
+// A rewrite keeps no reference to the value it replaced: the old value's
+// memory can be collected while the entry lives on.
+func TestRewriteReleasesOldValue(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 1 << 20})
+	old := make([]byte, 100)
+	freed := make(chan struct{})
+	runtime.AddCleanup(&old[0], func(ch chan struct{}) { close(ch) }, freed)
+	c.Set("k", old, time.Hour)
+	old = nil
+	v := value(2, 100)
+	c.Set("k", v, time.Hour)
+	if c.Stats().Rewrites != 1 {
+		t.Fatal("the second Set was not a rewrite; the test needs one")
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			mustGet(t, c, "k", v)
+			return
+		case <-deadline:
+			t.Fatal("the replaced value is still reachable after the rewrite")
+		default:
+			runtime.Gosched()
+		}
+	}
 }

@@ -1,10 +1,6 @@
 package l1
 
-import (
-	"sync/atomic"
-
-	"github.com/dgraph-io/ristretto/v2"
-)
+import "sync/atomic"
 
 // Stats is a snapshot of a Cache's counters. Counters are cumulative over
 // the cache's lifetime (Clear does not reset them) and read without a global
@@ -16,12 +12,17 @@ type Stats struct {
 	Misses uint64
 	// Sets counts Set and SetIfVersion calls that stored their value.
 	Sets uint64
-	// Rejected counts writes refused by admission: TinyLFU judged the new
-	// key colder than what it would displace, or the value alone exceeds
-	// MaxBytes.
+	// Rejected counts writes refused by admission: the entry's charge
+	// alone exceeds MaxBytes (Set returns false), or TinyLFU judged the
+	// new key colder than what it would displace (decided after Set
+	// returned true; counted in Refused too).
 	Rejected uint64
+	// Refused counts the new entries that ristretto's admission turned
+	// away after their Set had returned true and Get had served them: the
+	// entry then leaves the cache, as if evicted. It is part of Rejected.
+	Refused uint64
 	// Rewrites counts the Sets among them that replaced the value of an
-	// entry already cached in place, keeping its expiry (see Set).
+	// entry already cached in place (see Set).
 	Rewrites uint64
 	// Dropped counts writes of new keys that ristretto's write buffer
 	// could not take (sustained write contention).
@@ -35,9 +36,12 @@ type Stats struct {
 	// its expiry (each such Get counts, until the key is written again or
 	// the entry is evicted).
 	Expirations uint64
-	// CostBytes is the total cost of the entries currently held, in bytes
-	// of stored values; 0 after Close.
+	// CostBytes is the total charge of the entries ristretto holds now,
+	// in bytes of memory (see Config.MaxBytes); 0 after Close.
 	CostBytes int64
+	// Entries is the number of entries Get can find now, including new
+	// ones still waiting for ristretto's admission verdict.
+	Entries int64
 }
 
 // counters are the cache-wide counters. The hot ones (hits, misses) live in
@@ -46,6 +50,7 @@ type counters struct {
 	sets        atomic.Uint64
 	rewrites    atomic.Uint64
 	rejected    atomic.Uint64
+	refused     atomic.Uint64
 	dropped     atomic.Uint64
 	stale       atomic.Uint64
 	evictions   atomic.Uint64
@@ -58,6 +63,7 @@ func (c *Cache) Stats() Stats {
 		Sets:        c.ctr.sets.Load(),
 		Rewrites:    c.ctr.rewrites.Load(),
 		Rejected:    c.ctr.rejected.Load(),
+		Refused:     c.ctr.refused.Load(),
 		Dropped:     c.ctr.dropped.Load(),
 		Stale:       c.ctr.stale.Load(),
 		Evictions:   c.ctr.evictions.Load(),
@@ -73,29 +79,6 @@ func (c *Cache) Stats() Stats {
 		st.CostBytes = c.cfg.maxBytes - c.rc.RemainingCost()
 	}
 	sh.mu.RUnlock()
+	st.Entries = int64(c.idx.len())
 	return st
-}
-
-// onReject is ristretto's OnReject callback. It runs on ristretto's buffer
-// goroutine before any Wait queued after the write returns, which is how put
-// learns the verdict.
-func (c *Cache) onReject(it *ristretto.Item[*entry]) {
-	if it.Value != nil {
-		it.Value.rejected.Store(true)
-	}
-	c.ctr.rejected.Add(1)
-}
-
-// onEvict is ristretto's OnEvict callback: for victims of the eviction
-// policy, and for everything Clear drops, which is not counted. It takes
-// the entry out of the read index (see publish).
-func (c *Cache) onEvict(it *ristretto.Item[*entry]) {
-	if e := it.Value; e != nil {
-		e.gone.Store(true)
-		c.index.CompareAndDelete(e.key, e)
-	}
-	if c.clearing.Load() {
-		return
-	}
-	c.ctr.evictions.Add(1)
 }

@@ -1,7 +1,5 @@
 package l1
 
-import "math/rand/v2"
-
 // How Gets reach ristretto's frequency sketch. Get finds entries in the
 // read index, not through ristretto's Get, so it reports accesses itself:
 // every miss, and the hits of each entry up to touchesPerWindow in every
@@ -15,21 +13,22 @@ import "math/rand/v2"
 // reported, while a key read a million times a second costs ristretto a few
 // hundred reports, not a million: on a 2-core VM each batch of 64 reports
 // wakes ristretto's policy goroutine, at tens of microseconds when it has
-// gone idle. Each entry's windows start at its own random phase, so the
-// hot keys of a busy cache do not all report at the same instants.
+// gone idle. Each entry's windows start at its own phase (bits of its
+// key's hash, random per cache), so the hot keys of a busy cache do not
+// all report at the same instants.
 const (
 	touchWindowShift = 26
 	touchesPerWindow = 32
 	touchCountBits   = 6 // holds 0..touchesPerWindow
 )
 
-// touch reports one access of key to ristretto (its Get does nothing else
-// of use here). The shard read lock keeps Close from stopping ristretto
-// under the call.
-func (c *Cache) touch(sh *shard, key string) {
+// touch reports one access of the key hashed to h to ristretto (its Get
+// does nothing else of use here). The shard read lock keeps Close from
+// stopping ristretto under the call.
+func (c *Cache) touch(sh *shard, h uint64) {
 	sh.mu.RLock()
 	if !c.closed {
-		c.rc.Get(key)
+		c.rc.Get(h)
 		if c.testHookTouch != nil {
 			c.testHookTouch()
 		}
@@ -43,8 +42,8 @@ func (c *Cache) touch(sh *shard, key string) {
 // saturated hot key costs one atomic load and a compare. Concurrent hits
 // race for each report with a CAS; losers skip theirs, as ristretto's own
 // buffers drop accesses under contention.
-func (c *Cache) touchHit(sh *shard, key string, e *entry, now int64) {
-	w := uint64(now+e.phase) >> touchWindowShift << touchCountBits
+func (c *Cache) touchHit(sh *shard, e *entry, now int64) {
+	w := uint64(now+e.phase()) >> touchWindowShift << touchCountBits
 	t := e.touched.Load()
 	if t == w|touchesPerWindow {
 		return
@@ -54,11 +53,6 @@ func (c *Cache) touchHit(sh *shard, key string, e *entry, now int64) {
 		next = t + 1
 	}
 	if e.touched.CompareAndSwap(t, next) {
-		c.touch(sh, key)
+		c.touch(sh, e.hash)
 	}
-}
-
-// touchPhase returns a random offset within one window, for a new entry.
-func touchPhase() int64 {
-	return rand.Int64N(1 << touchWindowShift)
 }

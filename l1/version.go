@@ -43,9 +43,21 @@ type shard struct {
 }
 
 // keyHash hashes key with the cache's private seed. The low bits pick the
-// shard and the high bits the stripe, so the two choices are independent.
+// shard (and the index slot), bits 32 and up the stripe, the top bits the
+// index segment. The hash is also the key's key in ristretto.
 func (c *Cache) keyHash(key string) uint64 {
 	return maphash.String(c.seed, key)
+}
+
+// keyCheck hashes key with a second private seed: with keyHash, a 96-bit
+// fingerprint that stands for the key in the index and in ristretto, which
+// keep no copy of it. Two keys that share a fingerprint would share an
+// entry; for n keys held that happens with probability about n²/2⁹⁷ (under
+// 10⁻¹⁷ for a million keys), and the seeds are random per cache, so a key
+// cannot be chosen to collide. With encryption on, a value served under the
+// wrong key would fail to authenticate (its AAD binds the full key).
+func (c *Cache) keyCheck(key string) uint32 {
+	return uint32(maphash.String(c.seed2, key))
 }
 
 func (c *Cache) shardOf(h uint64) *shard   { return &c.shards[h&(numShards-1)] }
