@@ -40,7 +40,16 @@ func memCases() []memCase {
 	return []memCase{
 		{"plain", func(n int64) Options { return Options{L1MaxBytes: n} }},
 		{"encrypted", func(n int64) Options { return Options{L1MaxBytes: n, Encryption: encConfig("")} }},
+		// Opaque names: the name memo (internal/names) is on the heap too.
+		{"named", func(n int64) Options { return namedL1Opts(n) }},
 	}
+}
+
+// namedL1Opts is an encrypted L1-only Client under a name key.
+func namedL1Opts(capBytes int64) Options {
+	enc := encConfig("")
+	enc.NameKey = append([]byte(nil), testNameKey...)
+	return Options{L1MaxBytes: capBytes, Encryption: enc}
 }
 
 // fillSessions writes keys [from, to) with the value through the public API and
@@ -197,7 +206,7 @@ func TestL1MemoryAdmissionSizes(t *testing.T) {
 				base, baseAlloc := heapInuse()
 				c := newClient(t, mc.opts(capBytes))
 				mustSetTTL(t, c, sessionKey(0), v, time.Hour)
-				b, ok := c.l1.Get(sessionKey(0))
+				b, ok := c.l1.Get(c.local(sessionKey(0)))
 				if !ok {
 					t.Fatal("the first entry is not in L1")
 				}
