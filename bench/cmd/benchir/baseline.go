@@ -75,7 +75,11 @@ func report(w io.Writer, results []result, base *baseline, filter *regexp.Regexp
 		for i, v := range r.runs {
 			runs[i] = fmt.Sprintf("%.1f", v)
 		}
-		fmt.Fprintf(w, "%-28s %12.1f %7.2f%%  [%s]\n", r.name, r.median, r.spread, strings.Join(runs, " "))
+		again := ""
+		if r.remeasured {
+			again = " (measured again: the first runs were noisy)"
+		}
+		fmt.Fprintf(w, "%-28s %12.1f %7.2f%%  [%s]%s\n", r.name, r.median, r.spread, strings.Join(runs, " "), again)
 		if base == nil {
 			continue
 		}
