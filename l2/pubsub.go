@@ -39,6 +39,10 @@ func (s *Store) Publish(ctx context.Context, channel string, msgs ...[]byte) err
 // invalidationMagic starts every announcement: format version 1.
 const invalidationMagic = "ck1 "
 
+// sourceBytes is the size of a Store's random source id, in bytes (hex
+// encoded in announcements).
+const sourceBytes = 8
+
 // AnnounceWrites makes the Store announce every key it writes on channel,
 // for Clients of earlier releases that listen there: Set, Delete, Fill,
 // FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
@@ -49,7 +53,7 @@ const invalidationMagic = "ck1 "
 // announcement failed reports a *BackendError with Op "publish": the write
 // itself went through. Call it before the Store is used.
 func (s *Store) AnnounceWrites(channel string) {
-	var id [8]byte
+	var id [sourceBytes]byte
 	_, _ = rand.Read(id[:])
 	s.channel = channel
 	s.source = []byte(invalidationMagic + hex.EncodeToString(id[:]) + " ")
