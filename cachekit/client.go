@@ -120,7 +120,7 @@ func (c *Client) build(opts Options) error {
 	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
-		c.inv = &invalidator{channel: cmp.Or(opts.Invalidation.Channel, DefaultInvalidationChannel)}
+		c.inv = newInvalidator(opts.Invalidation)
 	}
 	if opts.Encryption != nil {
 		m, err := encryption.NewManager(*opts.Encryption)
@@ -168,7 +168,7 @@ func (c *Client) build(opts Options) error {
 	}
 	if c.l2 != nil {
 		c.checkInjected()
-		if c.inv != nil {
+		if c.inv != nil && c.inv.announce {
 			c.l2.AnnounceWrites(c.inv.channel)
 		}
 	}
@@ -214,8 +214,8 @@ func (c *Client) closeParts() error {
 		c.stopBG()
 	}
 	c.rel.Stop()
-	if c.inv != nil && c.inv.tracker != nil {
-		_ = c.inv.tracker.Close()
+	if c.inv != nil && c.inv.co != nil {
+		_ = c.inv.co.Close()
 	}
 	if c.swr != nil {
 		c.swr.Wait()

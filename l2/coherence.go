@@ -19,23 +19,23 @@ const (
 	// ModeTracking: every node is tracked (CLIENT TRACKING BCAST); every
 	// write of every writer is reported.
 	ModeTracking
-	// ModeChannel: tracking is refused; the subscription to the
+	// ModePubSub: tracking is refused; the subscription to the
 	// announcement channel is up and reports the writes of Stores that
 	// announce (AnnounceWrites). Other writers are not reported.
-	ModeChannel
+	ModePubSub
 	// ModeLifetime: tracking is refused and so is the subscription (or no
 	// channel was given): no write is reported; only a copy's bounded
 	// lifetime limits how stale it gets.
 	ModeLifetime
 )
 
-// String returns "none", "tracking", "channel" or "lifetime".
+// String returns "none", "tracking", "pubsub" or "lifetime".
 func (m Mode) String() string {
 	switch m {
 	case ModeTracking:
 		return "tracking"
-	case ModeChannel:
-		return "channel"
+	case ModePubSub:
+		return "pubsub"
 	case ModeLifetime:
 		return "lifetime"
 	}
@@ -46,7 +46,7 @@ func (m Mode) String() string {
 // functions are called one at a time.
 type CoherenceHandler struct {
 	// Invalidate receives full Redis keys reported written (nil: every
-	// key), from tracking or, in ModeChannel, from the subscription.
+	// key), from tracking or, in ModePubSub, from the subscription.
 	Invalidate func(keys []string)
 	// Mode receives each change of mode, with why when the new mode is
 	// ModeNone because something was lost or refused. A change to ModeNone
@@ -67,7 +67,7 @@ type CoherenceHandler struct {
 //     nothing uses.
 //   - A refusal moves to a fallback only through a refusal: a Tracker that
 //     merely cannot connect leaves ModeNone until it can.
-//   - ModeChannel exactly while tracking is refused and the subscription
+//   - ModePubSub exactly while tracking is refused and the subscription
 //     is up; its loss is ModeNone (the caller drops its copies), not
 //     ModeLifetime.
 //   - ModeLifetime only after the subscription itself was refused, or
@@ -98,7 +98,7 @@ type Coherence struct {
 
 // Cohere starts a Coherence for the keys under prefix and returns at once.
 // channel is where writes are announced ("" for none); fallback allows
-// ModeChannel and ModeLifetime when tracking is refused (without it a
+// ModePubSub and ModeLifetime when tracking is refused (without it a
 // refusal leaves ModeNone). The Tracker and any subscription open
 // connections of their own (see Track and Subscribe).
 func (s *Store) Cohere(prefix, channel string, fallback bool, h CoherenceHandler) (*Coherence, error) {
@@ -180,12 +180,12 @@ func (co *Coherence) Close() error {
 
 // invalidate passes keys on under mu, from the Tracker (current nil) or
 // from a subscription while current says it is the current one and the
-// mode is ModeChannel.
+// mode is ModePubSub.
 func (co *Coherence) invalidate(current func() bool) func([]string) {
 	return func(keys []string) {
 		co.mu.Lock()
 		defer co.mu.Unlock()
-		if current != nil && (!current() || co.mode != ModeChannel) {
+		if current != nil && (!current() || co.mode != ModePubSub) {
 			return
 		}
 		if co.h.Invalidate != nil {
@@ -223,7 +223,7 @@ func (co *Coherence) arrange() {
 	case co.channel == "" || co.subRef:
 		m = ModeLifetime
 	case co.subUp:
-		m = ModeChannel
+		m = ModePubSub
 	}
 	if m == co.mode {
 		return
