@@ -48,7 +48,7 @@ func refuseTracking(t *testing.T, addr string, noChannels bool) {
 func fallbackModes() map[string]Options {
 	return map[string]Options{
 		"guard-only": {},
-		"fallback": {Invalidation: &Invalidation{FallbackL1Lifetime: time.Minute}},
+		"fallback":   {Invalidation: &Invalidation{FallbackL1Lifetime: time.Minute}},
 	}
 }
 
