@@ -240,7 +240,10 @@ func TestFallbackRefusalLaterAndSubscriptionLoss(t *testing.T) {
 	if st := c.InvalidationStats(); st.Mode != "tracking" {
 		t.Fatalf("InvalidationStats = %+v", st)
 	}
-	mustSet(t, c, "k", "v")
+	// Written by another Client, whose write's invalidation is awaited,
+	// so nothing but the loss below can drop the entry.
+	mustSet(t, newClient(t, Options{Redis: rdb, Encryption: encConfig("")}), "k", "v")
+	waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied > 0 })
 	cached(t, c, "k", "v")
 	refuseTracking(t, srv.Addr(), false)
 	if _, err := redistest.Do(srv.Addr(), "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
