@@ -67,17 +67,15 @@ func (c *Client) publish(ctx context.Context, after string, keys ...string) {
 	for i, k := range keys {
 		full[i] = c.fullKey(k)
 	}
-	err := c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Announce(ctx, full...) })
-	c.publishFailed(after, keys, err)
+	c.publishFailed(after, keys, c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Announce(ctx, full...) }))
 }
 
-// publishFailed counts and warns about err, the failed publish of an
+// publishFailed warns about err (l2 counts it), the failed publish of an
 // operation's invalidation messages for keys; nil err is no failure.
 func (c *Client) publishFailed(after string, keys []string, err error) {
 	if err == nil {
 		return
 	}
-	c.inv.publishFailures.Add(1)
 	key := ""
 	if len(keys) == 1 {
 		key = keys[0]

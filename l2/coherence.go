@@ -2,7 +2,9 @@ package l2
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Mode names the mechanism that keeps a process's copies of Redis keys (an
@@ -45,17 +47,46 @@ func (m Mode) String() string {
 // CoherenceHandler receives what a Coherence decides and hears. Its
 // functions are called one at a time.
 type CoherenceHandler struct {
-	// Invalidate receives full Redis keys reported written (nil: every
-	// key), from tracking or, in ModePubSub, from the subscription.
+	// Invalidate receives the keys under the prefix reported written,
+	// without the prefix (nil: every key), from tracking or, in
+	// ModePubSub, from the subscription.
 	Invalidate func(keys []string)
 	// Mode receives each change of mode, with why when the new mode is
 	// ModeNone because something was lost or refused. A change to ModeNone
 	// means the copies held so far may be stale.
 	Mode func(m Mode, why error)
-	// Refused is called when the server refuses what a mode needs: what is
-	// "tracking" or "subscribe"; err matches ErrRefused. It is called once
-	// until that mechanism is up again.
+	// Refused is called the first time the server refuses what a mode
+	// needs, once per mechanism for the Coherence's life (CoherenceStats
+	// counts every refusal): what is "tracking" or "subscribe"; err
+	// matches ErrRefused.
 	Refused func(what string, err error)
+}
+
+// CoherenceStats is a snapshot of a Coherence's counters.
+type CoherenceStats struct {
+	// Mode names what keeps L1 coherent now (Mode.String): "tracking",
+	// "pubsub" (tracking refused: writes that are announced are heard),
+	// "lifetime" (tracking and the subscription refused: the copies'
+	// bounded lifetime alone), or "none" (copies not kept: starting,
+	// lost, or refused without fallback).
+	Mode string
+	// Tracking reports whether Mode is "tracking" (every node tracked).
+	Tracking bool
+	// Received counts invalidation messages; Applied the keys under the
+	// prefix they reported.
+	Received, Applied uint64
+	// Flushes counts the times every copy had to go: FLUSHDB/FLUSHALL or
+	// an unreadable message, and each loss.
+	Flushes uint64
+	// Losses counts the times tracking or the subscription was lost
+	// (a change to "none" from another mode).
+	Losses uint64
+	// Refusals counts the times Redis refused tracking or the fallback's
+	// SUBSCRIBE (each is retried every 30 s).
+	Refusals uint64
+	// PublishFailures counts the Store's announcements that could not be
+	// published (Store.PublishFailures; the writes went through).
+	PublishFailures uint64
 }
 
 // Coherence runs the state machine that picks a Mode: it keeps a Tracker
@@ -75,6 +106,7 @@ type CoherenceHandler struct {
 //   - Events of a stopped subscription are ignored.
 type Coherence struct {
 	tr       *Tracker
+	prefix   string
 	channel  string
 	fallback bool
 	store    *Store
@@ -94,6 +126,8 @@ type Coherence struct {
 	subRef     bool
 	trackErr   error
 	lastReason error
+	told       [2]bool // Refused called for tracking, for subscribe
+	stats      CoherenceStats
 }
 
 // Cohere starts a Coherence for the keys under prefix and returns at once.
@@ -102,7 +136,7 @@ type Coherence struct {
 // refusal leaves ModeNone). The Tracker and any subscription open
 // connections of their own (see Track and Subscribe).
 func (s *Store) Cohere(prefix, channel string, fallback bool, h CoherenceHandler) (*Coherence, error) {
-	co := &Coherence{channel: channel, fallback: fallback, store: s, h: h, settled: make(chan struct{})}
+	co := &Coherence{prefix: prefix, channel: channel, fallback: fallback, store: s, h: h, settled: make(chan struct{})}
 	co.ctx, co.cancel = context.WithCancel(context.Background())
 	tr, err := s.Track(prefix, TrackingHandler{
 		Invalidate: co.invalidate(nil),
@@ -115,9 +149,7 @@ func (s *Store) Cohere(prefix, channel string, fallback bool, h CoherenceHandler
 		Refused: func(err error) {
 			co.event(func() {
 				co.trackRef, co.trackErr, co.lastReason = true, err, err
-				if co.h.Refused != nil {
-					co.h.Refused("tracking", err)
-				}
+				co.refused(0, "tracking", err)
 			})
 		},
 	})
@@ -147,6 +179,16 @@ func (s *Store) Cohere(prefix, channel string, fallback bool, h CoherenceHandler
 // unreachable. A Redis that neither answers nor refuses leaves it open.
 func (co *Coherence) Settled() <-chan struct{} { return co.settled }
 
+// Await waits until Settled is closed or d has passed.
+func (co *Coherence) Await(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-co.settled:
+	case <-t.C:
+	}
+}
+
 func (co *Coherence) settle() { co.settleOn.Do(func() { close(co.settled) }) }
 
 // Mode returns the current mode.
@@ -162,6 +204,26 @@ func (co *Coherence) TrackingRefused() error {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	return co.trackErr
+}
+
+// Stats returns the counters.
+func (co *Coherence) Stats() CoherenceStats {
+	co.mu.Lock()
+	st := co.stats
+	co.mu.Unlock()
+	st.Mode, st.Tracking = co.Mode().String(), co.Mode() == ModeTracking
+	st.PublishFailures = co.store.PublishFailures()
+	return st
+}
+
+// refused counts a refusal and reports the first of mechanism i. The
+// caller holds mu.
+func (co *Coherence) refused(i int, what string, err error) {
+	co.stats.Refusals++
+	if !co.told[i] && co.h.Refused != nil {
+		co.h.Refused(what, err)
+	}
+	co.told[i] = true
 }
 
 // Close stops the Tracker and every subscription and waits for their
@@ -187,6 +249,23 @@ func (co *Coherence) invalidate(current func() bool) func([]string) {
 		defer co.mu.Unlock()
 		if current != nil && (!current() || co.mode != ModePubSub) {
 			return
+		}
+		co.stats.Received++
+		if keys == nil {
+			co.stats.Flushes++
+		} else {
+			// The keys under the prefix, without it, in place (the
+			// message is the Coherence's own).
+			out := keys[:0]
+			for _, k := range keys {
+				if key, ok := strings.CutPrefix(k, co.prefix); ok {
+					out = append(out, key)
+				}
+			}
+			if keys = out; len(keys) == 0 {
+				return
+			}
+			co.stats.Applied += uint64(len(keys))
 		}
 		if co.h.Invalidate != nil {
 			co.h.Invalidate(keys)
@@ -228,6 +307,10 @@ func (co *Coherence) arrange() {
 	if m == co.mode {
 		return
 	}
+	if m == ModeNone {
+		co.stats.Losses++
+		co.stats.Flushes++
+	}
 	co.mode = m
 	if co.h.Mode != nil {
 		why := error(nil)
@@ -265,9 +348,7 @@ func (co *Coherence) startSub() {
 			co.event(func() {
 				if current() {
 					co.subRef, co.lastReason = true, err
-					if co.h.Refused != nil {
-						co.h.Refused("subscribe", err)
-					}
+					co.refused(1, "subscribe", err)
 				}
 			})
 		},

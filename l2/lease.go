@@ -65,7 +65,7 @@ local function leaseAt(k)
   if redis.call('TYPE', k).ok ~= 'string' or redis.call('STRLEN', k) ~= ` + strconv.Itoa(LeaseLen) + ` then return false end
   return redis.call('GETRANGE', k, 0, #magic - 1) == magic
 end
-local function publish() if ARGV[#ARGV-1] ~= '' then redis.call('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
+local function publish() if ARGV[#ARGV-1] ~= '' then redis.pcall('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
 `
 
 // luaQuote writes s as a Lua string literal with every byte escaped.

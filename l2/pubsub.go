@@ -44,7 +44,8 @@ const invalidationMagic = "ck1 "
 const sourceBytes = 8
 
 // AnnounceWrites makes the Store announce every key it writes on channel,
-// for Clients of earlier releases that listen there: Set, Delete, Fill,
+// for the Clients that listen there (Subscribe: those whose Redis refuses
+// tracking): Set, Delete, Fill,
 // FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
 // per Store; the key is the Redis key, already stored in that Redis in the
 // clear; values never travel) in the same round trip or script where they
@@ -78,8 +79,21 @@ func (s *Store) Announce(ctx context.Context, keys ...string) error {
 	for i, k := range keys {
 		msgs[i] = s.announcement(k)
 	}
-	return s.Publish(ctx, s.channel, msgs...)
+	return s.counted(s.Publish(ctx, s.channel, msgs...))
 }
+
+// counted counts err, an announcement's failure, in PublishFailures.
+func (s *Store) counted(err error) error {
+	if err != nil {
+		s.pubFails.Add(1)
+	}
+	return err
+}
+
+// PublishFailures counts the attempts to publish announcements that failed
+// (sent beside a write, by Announce; not those a script sends, whose
+// failure the script ignores): the writes themselves went through.
+func (s *Store) PublishFailures() uint64 { return s.pubFails.Load() }
 
 // setPublish is Set announcing key: on a standalone or failover client
 // SET and PUBLISH travel in one pipelined round trip; on a cluster client
@@ -93,7 +107,7 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 		if err := set.Err(); err != nil {
 			return fail("set", err)
 		}
-		return fail("publish", s.rdb.Publish(ctx, s.channel, msg).Err())
+		return s.counted(fail("publish", s.rdb.Publish(ctx, s.channel, msg).Err()))
 	}
 	var pub *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -104,7 +118,7 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 	if err := set.Err(); err != nil {
 		return fail("set", err)
 	}
-	return fail("publish", pub.Err())
+	return s.counted(fail("publish", pub.Err()))
 }
 
 // deletePublish is Delete announcing keys: in the DELs' pipeline on a
@@ -116,7 +130,7 @@ func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error)
 		if err != nil {
 			return n, fail("del", err)
 		}
-		return n, fail("publish", s.Announce(ctx, keys...))
+		return n, fail("publish", s.Announce(ctx, keys...)) // counted there
 	}
 	pubs := make([]*redis.IntCmd, len(keys))
 	n, err := s.deleteCounted(ctx, keys, func(p redis.Pipeliner) {
@@ -129,7 +143,7 @@ func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error)
 	}
 	for _, c := range pubs {
 		if err := c.Err(); err != nil {
-			return n, fail("publish", err)
+			return n, s.counted(fail("publish", err))
 		}
 	}
 	return n, nil

@@ -24,6 +24,8 @@ type Store struct {
 	// channel and source announce writes (AnnounceWrites); "" and nil: off.
 	channel string
 	source  []byte
+	// pubFails counts announcements that failed (PublishFailures).
+	pubFails atomic.Uint64
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
