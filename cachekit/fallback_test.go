@@ -1,6 +1,7 @@
 package cachekit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -225,6 +226,16 @@ func TestFallbackSubscribeRefused(t *testing.T) {
 	}
 	mustSet(t, c, "k", "v") // the refused PUBLISH is counted, the value stored
 	cached(t, c, "k", "v")
+	if c.InvalidationStats().PublishFailures == 0 {
+		t.Fatal("the refused PUBLISH was not counted")
+	}
+	// A lease fill publishes inside its script: the refusal must not fail
+	// the store.
+	v, err := GetOrLoad(bg, c, "loaded", func(context.Context) (string, error) { return "x", nil })
+	if err != nil || v != "x" || c.Stats().L2Errors != 0 {
+		t.Fatalf("GetOrLoad = %q, %v; %d Redis errors", v, err, c.Stats().L2Errors)
+	}
+	cached(t, c, "loaded", "x")
 }
 
 // A refusal first seen after New (the ACL changed, the tracking connection
