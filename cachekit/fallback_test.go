@@ -279,3 +279,22 @@ func TestFallbackRefusalLaterAndSubscriptionLoss(t *testing.T) {
 	waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Mode == "pubsub" })
 	cached(t, c, "k", "v")
 }
+
+// RequireTracking cannot tell anything from an unreachable Redis: New
+// returns the Client within its bound, as without the option.
+func TestFallbackRequireTrackingUnreachable(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := srv.URL()
+	srv.Kill()
+	opts := Options{RedisURL: url, L1MaxBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler),
+		Invalidation: &Invalidation{RequireTracking: true}}
+	start := time.Now()
+	c := newClient(t, opts)
+	if took := time.Since(start); took > trackingWait+200*time.Millisecond {
+		t.Fatalf("New took %v", took)
+	}
+	if st := c.InvalidationStats(); st.Mode != "none" || st.Refusals != 0 {
+		t.Fatalf("InvalidationStats = %+v", st)
+	}
+}

@@ -57,8 +57,8 @@ type CoherenceHandler struct {
 	Mode func(m Mode, why error)
 	// Refused is called the first time the server refuses what a mode
 	// needs, once per mechanism for the Coherence's life (CoherenceStats
-	// counts every refusal): what is "tracking" or "subscribe"; err
-	// matches ErrRefused.
+	// counts each refusal that follows an up): what is "tracking" or
+	// "subscribe"; err matches ErrRefused.
 	Refused func(what string, err error)
 }
 
@@ -82,7 +82,8 @@ type CoherenceStats struct {
 	// (a change to "none" from another mode).
 	Losses uint64
 	// Refusals counts the times Redis refused tracking or the fallback's
-	// SUBSCRIBE (each is retried every 30 s).
+	// SUBSCRIBE: once per mechanism until it is up again (the retries
+	// every 30 s meanwhile are not counted).
 	Refusals uint64
 	// PublishFailures counts the Store's announcements that could not be
 	// published (Store.PublishFailures; the writes went through).

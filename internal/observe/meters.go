@@ -157,7 +157,7 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 		return nil, err
 	}
 	invRefusals, err := m.Int64ObservableCounter("cachekit.invalidation.refusals",
-		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE"))
+		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE (once until it is allowed again)"))
 	if err != nil {
 		return nil, err
 	}
