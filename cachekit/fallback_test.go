@@ -226,8 +226,16 @@ func TestFallbackSubscribeRefused(t *testing.T) {
 	}
 	mustSet(t, c, "k", "v") // the refused PUBLISH is counted, the value stored
 	cached(t, c, "k", "v")
-	if c.InvalidationStats().PublishFailures == 0 {
-		t.Fatal("the refused PUBLISH was not counted")
+	if c.InvalidationStats().PublishFailures != 1 {
+		t.Fatalf("PublishFailures = %d, want the one refused PUBLISH", c.InvalidationStats().PublishFailures)
+	}
+	// A refused PUBLISH pauses the announcements: no publish nothing hears.
+	mustSet(t, c, "k2", "v")
+	if err := c.Delete(bg, "k2"); err != nil {
+		t.Fatal(err)
+	}
+	if c.InvalidationStats().PublishFailures != 1 {
+		t.Fatalf("PublishFailures = %d: announcements went on after a refusal", c.InvalidationStats().PublishFailures)
 	}
 	// A lease fill publishes inside its script: the refusal must not fail
 	// the store.

@@ -196,7 +196,8 @@ func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl tim
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), s.channel, s.announcement(key))
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), ch, msg)
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
@@ -206,7 +207,8 @@ func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl tim
 func (s *Store) FillMany(ctx context.Context, items []Item, leases []string) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "mset", fillScript, len(items), func(i int) (string, []any) {
 		k := items[i].Key
-		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), s.channel, s.announcement(k)}
+		ch, msg := s.announceArgs(k)
+		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), ch, msg}
 	})
 	return eachDone("mset", len(items), cmds, err)
 }
@@ -297,7 +299,8 @@ func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte,
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), s.channel, s.announcement(key))
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), ch, msg)
 }
 
 // dropLeases turns every lease placeholder in vals into nil (missing).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +44,8 @@ const invalidationMagic = "ck1 "
 // encoded in announcements).
 const sourceBytes = 8
 
-// AnnounceWrites makes the Store announce every key it writes on channel,
+// AnnounceWrites makes the Store announce every key it writes on channel
+// (pausing for 30 s after Redis refuses a PUBLISH),
 // for the Clients that listen there (Subscribe: those whose Redis refuses
 // tracking): Set, Delete, Fill,
 // FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
@@ -60,6 +62,27 @@ func (s *Store) AnnounceWrites(channel string) {
 	s.source = []byte(invalidationMagic + hex.EncodeToString(id[:]) + " ")
 }
 
+// announcing reports whether the Store announces writes now: it was made
+// to, and Redis has not refused a PUBLISH in the last 30 s (an ACL user
+// without the channel right: a publish nothing can hear; it is tried
+// again after that, in case the right was granted).
+func (s *Store) announcing() bool {
+	if s.channel == "" {
+		return false
+	}
+	at := s.pubRefused.Load()
+	return at == 0 || time.Since(time.Unix(0, at)) > trackRefusedRetry
+}
+
+// announceArgs returns the channel and message a script announces key
+// with: "" and nil when the Store does not announce now.
+func (s *Store) announceArgs(key string) (string, []byte) {
+	if !s.announcing() {
+		return "", nil
+	}
+	return s.channel, s.announcement(key)
+}
+
 // announcement returns the message announcing key, nil when the Store does
 // not announce.
 func (s *Store) announcement(key string) []byte {
@@ -72,7 +95,7 @@ func (s *Store) announcement(key string) []byte {
 // Announce publishes the announcement of each key (one pipelined round
 // trip for several); it does nothing when the Store does not announce.
 func (s *Store) Announce(ctx context.Context, keys ...string) error {
-	if s.channel == "" {
+	if !s.announcing() {
 		return nil
 	}
 	msgs := make([][]byte, len(keys))
@@ -82,10 +105,14 @@ func (s *Store) Announce(ctx context.Context, keys ...string) error {
 	return s.counted(s.Publish(ctx, s.channel, msgs...))
 }
 
-// counted counts err, an announcement's failure, in PublishFailures.
+// counted counts err, an announcement's failure, in PublishFailures, and
+// pauses announcements when Redis refused the PUBLISH.
 func (s *Store) counted(err error) error {
 	if err != nil {
 		s.pubFails.Add(1)
+	}
+	if refusedReply(err) {
+		s.pubRefused.Store(time.Now().UnixNano())
 	}
 	return err
 }
