@@ -306,3 +306,43 @@ func TestFallbackRequireTrackingUnreachable(t *testing.T) {
 		t.Fatalf("InvalidationStats = %+v", st)
 	}
 }
+
+// On a Cluster whose nodes refuse tracking, one subscription (one node)
+// hears announcements of writes to keys on every master.
+func TestFallbackCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	for _, addr := range cl.Masters() {
+		refuseTracking(t, addr, false)
+	}
+	a := newClient(t, fallbackOpts(clusterClient(t, cl), time.Minute))
+	b := newClient(t, fallbackOpts(clusterClient(t, cl), time.Minute))
+	if st := a.InvalidationStats(); st.Mode != "pubsub" {
+		t.Fatalf("InvalidationStats = %+v", st)
+	}
+	masters := map[string]bool{}
+	for i := range 12 {
+		key := fmt.Sprint("c", i)
+		masters[cl.MasterOf(cl.Slot(t, key))] = true
+		mustSet(t, b, key, "old")
+		cached(t, a, key, "old")
+		mustSet(t, b, key, "new")
+		if !within(time.Second, func() bool { v, err := Get[string](bg, a, key); return err == nil && v == "new" }) {
+			t.Fatalf("%s: the peer's Set did not reach L1", key)
+		}
+	}
+	if len(masters) != 3 {
+		t.Fatalf("keys on %d masters, want 3", len(masters))
+	}
+	subs := 0
+	for _, addr := range cl.Masters() {
+		list, err := redistest.DoBulk(addr, "CLIENT", "LIST", "TYPE", "pubsub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs += strings.Count(list, " sub=1 ")
+	}
+	if subs != 2 {
+		t.Fatalf("%d subscriptions on the masters, want one per Client", subs)
+	}
+}
