@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
 
@@ -158,5 +159,28 @@ func BenchmarkL1OnlySet(b *testing.B) {
 				b.ReportMetric(float64(c.l1.Stats().Dropped)/float64(b.N), "dropped/op")
 			})
 		}
+	}
+}
+
+// BenchmarkSetAnnounce pairs a Set against a real Redis with its
+// announcement (the default: SET and PUBLISH pipelined in one round trip)
+// and without (Invalidation.NoAnnounce), tracking on in both. Run it with
+// -count so the two rows alternate, and compare them with benchstat.
+func BenchmarkSetAnnounce(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, name := range []string{"announce", "noannounce"} {
+		b.Run(name, func(b *testing.B) {
+			c := newClient(b, Options{RedisURL: srv.URL(), L1MaxBytes: 64 << 20,
+				Invalidation: &Invalidation{NoAnnounce: name == "noannounce"}})
+			v := fixture.NewBytes(100)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if err := c.SetWithTTL(bg, "k"+fmt.Sprint(i&1023), v, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -81,13 +81,15 @@ type Client struct {
 // happens on first use (or call Warm).
 //
 // New does not PING Redis, and Redis being down is not an error: New waits
-// at most about a second for invalidation tracking to connect (not at all
-// once Redis refused the connection) and returns a working Client whose
-// calls fail or degrade until Redis answers. Use Ping as a health check.
-// With a name key (Options.Encryption) New also writes or checks its marker
-// in Redis, within Reliability.AttemptTimeout (Redis not answering is
-// logged, not an error), and with NameKeyFromProvider it calls the
-// KeyProvider, within LoadTimeout.
+// at most about a second for invalidation tracking (or its fallback) to be
+// in place (not at all once Redis refused the connection) and returns a
+// working Client whose calls fail or degrade until Redis answers; only
+// Invalidation.RequireTracking makes a refused CLIENT TRACKING fail it.
+// Use Ping as a health check. With a name key (Options.Encryption) New
+// also writes or checks its marker in Redis, within
+// Reliability.AttemptTimeout (Redis not answering is logged, not an
+// error), and with NameKeyFromProvider it calls the KeyProvider, within
+// LoadTimeout.
 func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -128,7 +130,7 @@ func (c *Client) build(opts Options) error {
 	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
-		c.inv = &invalidator{channel: cmp.Or(opts.Invalidation.Channel, DefaultInvalidationChannel)}
+		c.inv = newInvalidator(opts.Invalidation)
 	}
 	if opts.Encryption != nil {
 		m, err := encryption.NewManager(*opts.Encryption)
@@ -178,8 +180,10 @@ func (c *Client) build(opts Options) error {
 		c.rel = guard.New(guard.Config(*opts.Reliability), c.guardHooks())
 	}
 	if c.l2 != nil {
-		c.checkInjected()
-		if c.inv != nil {
+		if !c.ownsRedis {
+			c.l2.CheckDriver(c.log, c.rel.Retries())
+		}
+		if c.inv != nil && c.inv.announce {
 			c.l2.AnnounceWrites(c.inv.channel)
 		}
 	}
@@ -230,8 +234,8 @@ func (c *Client) closeParts() error {
 		c.stopBG()
 	}
 	c.rel.Stop()
-	if c.inv != nil && c.inv.tracker != nil {
-		_ = c.inv.tracker.Close()
+	if c.inv != nil && c.inv.co != nil {
+		_ = c.inv.co.Close()
 	}
 	if c.swr != nil {
 		c.swr.Wait()
@@ -318,7 +322,7 @@ func (c *Client) Ping(ctx context.Context) error {
 // Close's context, the retry metric, a span event for each refused call,
 // and a log line and a metric for every breaker transition.
 func (c *Client) guardHooks() guard.Hooks {
-	h := guard.Hooks{Now: c.now, Transition: c.breakerChanged}
+	h := guard.Hooks{Now: c.now, Transition: guard.LogTransitions(c.log, c.now, c.obs.BreakerTransition)}
 	if c.l2 != nil {
 		h.Transient, h.Ping, h.Background = c.l2.RefreshTopology, c.l2.Ping, c.bg
 	}
@@ -329,42 +333,6 @@ func (c *Client) guardHooks() guard.Hooks {
 		h.Refuse = func(ctx context.Context) { c.obs.Event(ctx, "cachekit.breaker_refused") }
 	}
 	return h
-}
-
-// breakerChanged logs a breaker transition once (never rate-limited: each
-// one matters) and counts it.
-func (c *Client) breakerChanged(from, to BreakerState, openedAt time.Time) {
-	ctx := context.Background()
-	switch to {
-	case BreakerOpen:
-		c.log.LogAttrs(ctx, slog.LevelWarn, "cachekit: circuit breaker opened: redis calls fail at once until redis answers again",
-			slog.String("from", from.String()))
-	case BreakerHalfOpen:
-		c.log.LogAttrs(ctx, slog.LevelInfo, "cachekit: circuit breaker half-open: probing redis with callers' calls")
-	case BreakerClosed:
-		c.log.LogAttrs(ctx, slog.LevelInfo, "cachekit: circuit breaker closed: redis answers again",
-			slog.Duration("open_for", c.now().Sub(openedAt)))
-	}
-	c.obs.BreakerTransition(ctx, int(to))
-}
-
-// checkInjected warns once when an injected go-redis client would let a
-// Redis call outlive the caller's deadline or retry under the Client's own
-// retries. New never changes an injected client's settings.
-func (c *Client) checkInjected() {
-	ctxTimeouts, retries, known := c.l2.DriverSettings()
-	if !known || c.ownsRedis {
-		return
-	}
-	if !ctxTimeouts {
-		c.log.LogAttrs(context.Background(), slog.LevelWarn,
-			"cachekit: injected redis client has ContextTimeoutEnabled off: deadlines and Reliability.AttemptTimeout do not bound its calls")
-	}
-	if retries > 0 && c.rel.Retries() {
-		c.log.LogAttrs(context.Background(), slog.LevelDebug,
-			"cachekit: injected redis client retries too (MaxRetries > 0): set MaxRetries -1 for one retry budget",
-			slog.Int("max_retries", retries))
-	}
 }
 
 // NameMarkerKey is the key, after Options.KeyPrefix, of the marker New

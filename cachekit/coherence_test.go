@@ -33,6 +33,9 @@ func heldClient(t *testing.T, name, key string, opts Options) (*Client, *rediste
 func heldClientWith(t *testing.T, h *redistest.Hold, opts Options) (*Client, *redistest.Hold, *redis.Client) {
 	t.Helper()
 	srv, raw := withRedis(t)
+	if opts.Invalidation != nil && opts.Invalidation.FallbackL1Lifetime > 0 {
+		refuseTracking(t, srv.Addr(), false) // fallbackModes' "fallback"
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(h)
@@ -90,12 +93,16 @@ func mustAgree(t *testing.T, c *Client, raw *redis.Client, key, want string) {
 
 func TestCoherenceSetSet(t *testing.T) {
 	t.Parallel()
-	c, h, raw := heldClient(t, "set", "k", Options{})
-	whileHeld(t, h, func() error { return c.Set(bg, "k", "a") }, func() {
-		// Redis holds "a"; the Set has not written L1 yet.
-		mustSet(t, c, "k", "b")
-	})
-	mustAgree(t, c, raw, "k", "b")
+	for name, opts := range fallbackModes() {
+		t.Run(name, func(t *testing.T) {
+			c, h, raw := heldClient(t, "set", "k", opts)
+			whileHeld(t, h, func() error { return c.Set(bg, "k", "a") }, func() {
+				// Redis holds "a"; the Set has not written L1 yet.
+				mustSet(t, c, "k", "b")
+			})
+			mustAgree(t, c, raw, "k", "b")
+		})
+	}
 }
 
 // B's Set is held after it took its L1 ticket but before Redis saw it; A's
@@ -112,13 +119,17 @@ func TestCoherenceSetSetLaterInRedis(t *testing.T) {
 
 func TestCoherenceSetDelete(t *testing.T) {
 	t.Parallel()
-	c, h, raw := heldClient(t, "set", "token", Options{})
-	whileHeld(t, h, func() error { return c.Set(bg, "token", "revoked-session") }, func() {
-		if err := c.Delete(bg, "token"); err != nil {
-			t.Fatal(err)
-		}
-	})
-	mustAgree(t, c, raw, "token", "")
+	for name, opts := range fallbackModes() {
+		t.Run(name, func(t *testing.T) {
+			c, h, raw := heldClient(t, "set", "token", opts)
+			whileHeld(t, h, func() error { return c.Set(bg, "token", "revoked-session") }, func() {
+				if err := c.Delete(bg, "token"); err != nil {
+					t.Fatal(err)
+				}
+			})
+			mustAgree(t, c, raw, "token", "")
+		})
+	}
 }
 
 func TestCoherenceMSetSet(t *testing.T) {
@@ -170,38 +181,53 @@ func TestCoherenceMGetSet(t *testing.T) {
 // GetOrLoad stores what its loader returned; a Set that lands meanwhile wins.
 func TestCoherenceLoaderStoreSet(t *testing.T) {
 	t.Parallel()
-	c, h, raw := heldClient(t, "lease.fill", "k", Options{})
-	load := func() error {
-		_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
-		return err
+	for name, opts := range fallbackModes() {
+		t.Run(name, func(t *testing.T) {
+			c, h, raw := heldClient(t, "lease.fill", "k", opts)
+			load := func() error {
+				_, err := GetOrLoadTTL(bg, c, "k", time.Minute, func(context.Context) (string, error) { return "loaded", nil })
+				return err
+			}
+			whileHeld(t, h, load, func() {
+				// The loader's value is in Redis, not yet in L1.
+				mustSet(t, c, "k", "set")
+			})
+			mustAgree(t, c, raw, "k", "set")
+		})
 	}
-	whileHeld(t, h, load, func() {
-		// The loader's value is in Redis, not yet in L1.
-		mustSet(t, c, "k", "set")
-	})
-	mustAgree(t, c, raw, "k", "set")
 }
 
 // Client A's Set is held after Redis applied it; client B then writes the
 // key, and A applies B's invalidation before its held Set writes L1. A must
 // not keep its own, older value.
+//
+// In fallback mode (Redis refuses tracking) the invalidation is B's
+// announcement on the channel, with a lifetime long enough that only it
+// can explain A's agreement.
 func TestCoherenceInvalidationSet(t *testing.T) {
 	t.Parallel()
-	c, h, raw := heldClient(t, "set", "k", Options{Invalidation: &Invalidation{}})
-	b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}})
-	whileHeld(t, h, func() error { return c.Set(bg, "k", "from-a") }, func() {
-		before := c.InvalidationStats().Applied
-		mustSet(t, b, "k", "from-b")
-		waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied >= before+1 })
-	})
-	mustAgree(t, c, raw, "k", "from-b")
-	mustAgree(t, b, raw, "k", "from-b")
+	for name, inv := range map[string]Invalidation{"tracking": {}, "fallback": {FallbackL1Lifetime: time.Minute}} {
+		t.Run(name, func(t *testing.T) {
+			c, h, raw := heldClient(t, "set", "k", Options{Invalidation: &inv})
+			b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &inv})
+			if want := map[string]string{"tracking": "tracking", "fallback": "pubsub"}[name]; c.InvalidationStats().Mode != want {
+				t.Fatalf("mode %q, want %q", c.InvalidationStats().Mode, want)
+			}
+			whileHeld(t, h, func() error { return c.Set(bg, "k", "from-a") }, func() {
+				before := c.InvalidationStats().Applied
+				mustSet(t, b, "k", "from-b")
+				waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Applied >= before+1 })
+			})
+			mustAgree(t, c, raw, "k", "from-b")
+			mustAgree(t, b, raw, "k", "from-b")
+		})
+	}
 }
 
-// TestWritesAnnouncedForEarlierReleases: with Invalidation on, every
-// write path announces the full Redis key of what it wrote on the channel,
-// as "ck1 <source> <key>" (never a value), for Clients that listen there.
-func TestWritesAnnouncedForEarlierReleases(t *testing.T) {
+// TestWritesAnnounced: with Invalidation on, every write path announces
+// the full Redis key of what it wrote on the channel, as "ck1 <source>
+// <key>" (never a value), for Clients whose Redis refuses tracking.
+func TestWritesAnnounced(t *testing.T) {
 	t.Parallel()
 	c, rdb := redisClient(t, Options{KeyPrefix: "app:", L1MaxBytes: 1 << 20, DefaultTTL: time.Minute,
 		Invalidation: &Invalidation{Channel: "inv"}})
@@ -226,10 +252,23 @@ func TestWritesAnnouncedForEarlierReleases(t *testing.T) {
 	if err := c.Delete(bg, "m1", "m2"); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"app:set": 2, "app:m1": 2, "app:m2": 2, "app:nx": 1, "app:loaded": 1}
+	if err := c.Touch(bg, "nx", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := c.Raw().Get(bg, "loaded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, errs := c.Raw().Swap(bg, []RawSwap{{Key: "loaded", Old: stored, New: stored}}); !done[0] || errs[0] != nil {
+		t.Fatalf("Swap: %v %v", done, errs)
+	}
+	if n, err := c.Raw().DeleteMatching(bg, "loaded"); n != 1 || err != nil {
+		t.Fatalf("DeleteMatching: %d %v", n, err)
+	}
+	want := map[string]int{"app:set": 2, "app:m1": 2, "app:m2": 2, "app:nx": 2, "app:loaded": 3}
 	got := map[string]int{}
 	source := ""
-	for n := 0; n < 8; n++ {
+	for n := 0; n < 11; n++ {
 		select {
 		case m := <-ps.Channel():
 			f := strings.Fields(m.Payload)

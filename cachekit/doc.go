@@ -33,7 +33,9 @@
 //     invalidation or flush of the key overlapped it, and an L1 entry never
 //     outlives its Redis TTL. With Options.Invalidation, writes by anyone
 //     else reach L1 through Redis's CLIENT TRACKING, and L1 is cleared and
-//     bypassed while tracking is down. docs/production.md states the model.
+//     bypassed while tracking is down; where Redis refuses tracking,
+//     cachekit-go writes reach it by pub/sub and others' within
+//     Invalidation.FallbackL1Lifetime. docs/production.md states the model.
 //   - An entry that fails to authenticate or parse is never returned as a
 //     value: from L1 it is evicted and the read falls back to Redis; from
 //     Redis it is an *EntryError wrapping ErrAuthFailed or a *FormatError.

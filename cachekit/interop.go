@@ -2,7 +2,6 @@ package cachekit
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -68,16 +67,5 @@ func (c *Client) interopKey(namespace, operation string, args []any) (string, er
 // invalid UTF-8) or protocol.ErrUnsupported (an argument of another type),
 // and never echo the arguments.
 func AutoKey(namespace, function string, args ...any) (string, error) {
-	dot := strings.LastIndexByte(function, '.')
-	if dot <= 0 || dot == len(function)-1 {
-		return "", &FormatError{Op: "cache-key", Reason: "function must be qualified: {module}.{name}", Err: protocol.ErrInvalidKey}
-	}
-	return protocol.GenerateKey(protocol.KeySpec{
-		Namespace:      namespace,
-		Module:         function[:dot],
-		Function:       function[dot+1:],
-		Args:           args,
-		IntegrityCheck: true,
-		Serializer:     protocol.SerializerDefault,
-	})
+	return protocol.AutoKey(namespace, function, args...)
 }

@@ -1,8 +1,9 @@
 package cachekit
 
 import (
+	"cmp"
 	"context"
-	"strings"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -13,118 +14,164 @@ import (
 // unless told otherwise.
 const DefaultInvalidationChannel = "cachekit:invalidate"
 
-// Invalidation keeps L1 coherent with Redis whoever writes it: this
-// Client, other Clients, the other CacheKit SDKs, the command-line tool,
-// redis-cli, expiry, eviction, FLUSHDB.
+// DefaultFallbackL1Lifetime is Invalidation.FallbackL1Lifetime's default.
+const DefaultFallbackL1Lifetime = time.Second
+
+// Invalidation keeps L1 coherent with Redis whoever writes it (this and
+// other Clients, other SDKs, the command-line tool, redis-cli, expiry,
+// eviction, FLUSHDB); docs/production.md states the bound per writer.
 //
-// The Client keeps one connection per Redis node (each master of a
-// Cluster) in Redis's broadcasting client-side-caching mode (CLIENT
-// TRACKING ON BCAST PREFIX <KeyPrefix>, Redis 6 or later), and drops from
-// L1 every key Redis reports written, deleted, expired or evicted; FLUSHDB
-// and FLUSHALL clear L1. The Client's own writes come back too and drop the
-// entry they just wrote, so the next read of a key written in this process
-// goes to Redis once.
+// The Client keeps a connection per Redis node (each master of a Cluster)
+// in broadcasting tracking mode (CLIENT TRACKING ON BCAST PREFIX
+// <KeyPrefix>, Redis 6+) and drops from L1 every key Redis reports
+// written, expired or evicted (its own writes too); FLUSHDB and FLUSHALL
+// clear L1. While it cannot vouch that it hears every write (a connection
+// lost, or silent for about a second), L1 is cleared and bypassed.
 //
-// While the Client cannot vouch that it hears every write (a tracking
-// connection was lost, or went silent for about a second: it pings every
-// 250 ms), L1 is cleared and not written: reads go to Redis, and under
-// FailOpen an unreachable Redis is a miss, never an L1 value that may be
-// stale. Once every node is tracked again L1 fills as usual.
-//
-// For Clients of earlier releases, which listen on a pub/sub channel
-// instead, every Set, Delete, MSet and SWR refresh also publishes the
-// written key on Channel (full Redis key; the key is already stored in that
-// Redis in the clear, so publishing it there reveals nothing new; values
-// never travel). This Client does not subscribe to it: tracking already
-// reports those writes.
+// Every write of a Client (Set, MSet, Delete, SetIfAbsent/Present, Touch,
+// GetOrLoad's store, SWR refreshes, Raw's Delete, DeleteMatching and Swap)
+// also publishes "ck1 <source> <full Redis key>" on Channel (the key is in
+// that Redis in the clear already; values never travel). Where Redis
+// refuses tracking (ACL, managed service), the Client logs it once, shows
+// it in InvalidationStats.Mode and the cachekit.invalidation.mode metric,
+// and falls back: it subscribes to Channel and drops the keys other
+// Clients announce (mode "pubsub"; losing the subscription clears L1), and
+// keeps no L1 entry longer than FallbackL1Lifetime, the bound for writers
+// that do not announce. Where SUBSCRIBE is refused too, that lifetime is
+// the only bound (mode "lifetime"). It tries tracking again every 30 s.
 type Invalidation struct {
-	// Channel is the pub/sub channel writes are published on for earlier
-	// releases. Default: DefaultInvalidationChannel.
+	// Channel is the pub/sub channel writes are announced on and the
+	// fallback listens to; Clients sharing keys must agree on it.
+	// Default: DefaultInvalidationChannel.
 	Channel string
+
+	// FallbackL1Lifetime bounds an L1 entry's life while Redis refuses
+	// tracking. Default: 0, which New treats as DefaultFallbackL1Lifetime.
+	FallbackL1Lifetime time.Duration
+
+	// RequireTracking forbids the fallback: a refusal within New's wait
+	// (about a second) makes New fail with an error matching ErrConfig.
+	// When Redis is unreachable at New, New returns the Client as usual; a
+	// refusal first seen later is logged at error level, and L1 stays
+	// cleared and bypassed until Redis allows tracking. Default: false.
+	RequireTracking bool
+
+	// NoAnnounce stops the announcements, saving a PUBLISH per write: set
+	// it only when every Client sharing the keys tracks. Refused tracking
+	// then leaves FallbackL1Lifetime alone (mode "lifetime"): no peer
+	// announces. Default: false.
+	NoAnnounce bool
 }
 
-func (o *Invalidation) validate() error {
-	if strings.ContainsAny(o.Channel, "\r\n") {
-		return configErr("Invalidation.Channel contains a line break")
-	}
-	return nil
-}
-
-// trackingWait bounds how long New waits for tracking to be in place. New
-// returns sooner when Redis refuses the connection; either way L1 stays
-// unused until tracking is up.
+// trackingWait bounds how long New waits for tracking (or its fallback) to
+// be in place. New returns sooner when Redis refuses the connection;
+// either way L1 stays unused until then.
 const trackingWait = time.Second
 
 type invalidator struct {
-	channel string // writes are announced there (l2.Store.AnnounceWrites)
-	tracker *l2.Tracker
-	// tracking is true while every node is tracked: L1 may be written.
-	tracking atomic.Bool
-
-	received, applied, flushes, losses, publishFailures atomic.Uint64
+	channel  string // writes are announced there (l2.Store.AnnounceWrites)
+	announce bool
+	lifetime time.Duration // the fallback's L1 lifetime
+	strict   bool          // Options.Invalidation.RequireTracking
+	co       *l2.Coherence
+	// l1cap is what a ticket reads: -1 while L1 may not be written, 0 in
+	// tracking mode, else the longest an L1 entry may live, in ns.
+	l1cap atomic.Int64
+	mode  atomic.Int32 // l2.Mode
 }
 
-// startInvalidation starts tracking when c has both tiers, and waits up to
-// trackingWait for it.
+// heard returns the current mode; ModeNone when invalidation is off.
+func (inv *invalidator) heard() l2.Mode {
+	if inv == nil {
+		return l2.ModeNone
+	}
+	return l2.Mode(inv.mode.Load())
+}
+
+func newInvalidator(o *Invalidation) *invalidator {
+	inv := &invalidator{channel: cmp.Or(o.Channel, DefaultInvalidationChannel), announce: !o.NoAnnounce,
+		lifetime: cmp.Or(o.FallbackL1Lifetime, DefaultFallbackL1Lifetime), strict: o.RequireTracking}
+	inv.l1cap.Store(-1)
+	return inv
+}
+
+// startInvalidation starts tracking (or its fallback) when c has both
+// tiers, and waits up to trackingWait for it.
 func (c *Client) startInvalidation() error {
 	if c.inv == nil || c.l1 == nil || c.l2 == nil {
 		return nil
 	}
-	tr, err := c.l2.Track(c.prefix, l2.TrackingHandler{
-		Invalidate: c.onInvalidation,
-		Down:       c.trackingDown,
-		Up:         c.trackingUp,
+	channel := c.inv.channel
+	if !c.inv.announce {
+		channel = ""
+	}
+	co, err := c.l2.Cohere(c.prefix, channel, !c.inv.strict, l2.CoherenceHandler{
+		Invalidate: c.onInvalidation, Mode: c.modeChanged, Refused: c.refused,
 	})
 	if err != nil {
 		return err
 	}
-	c.inv.tracker = tr
-	t := time.NewTimer(trackingWait)
-	defer t.Stop()
-	select {
-	case <-tr.Settled():
-	case <-t.C:
+	c.inv.co = co
+	co.Await(trackingWait)
+	if err := co.TrackingRefused(); err != nil && c.inv.strict {
+		return configErrFrom("Invalidation.RequireTracking: redis refuses CLIENT TRACKING", err)
 	}
 	return nil
 }
 
-// trackingUp lets L1 be written again. Tracking connections answering is
-// also evidence that Redis is back: an open breaker closes.
-func (c *Client) trackingUp() {
-	c.inv.tracking.Store(true)
-	c.rel.Answered()
+// modeChanged applies a change of what keeps L1 coherent. Losing it stops
+// L1 writes, then clears L1: from here until a mode is back, L1 holds
+// nothing it cannot vouch for. The order matters (see write.go).
+func (c *Client) modeChanged(m l2.Mode, why error) {
+	prev := l2.Mode(c.inv.mode.Swap(int32(m)))
+	switch m {
+	case l2.ModeNone:
+		c.inv.l1cap.Store(-1)
+		c.flushL1()
+		c.leaseWaits.Wake("", true) // waiters poll from here on
+		c.warn("invalidation "+prev.String()+" lost; L1 bypassed until it is back", "", why)
+		return
+	case l2.ModeTracking:
+		c.inv.l1cap.Store(0)
+	default:
+		c.inv.l1cap.Store(int64(c.inv.lifetime))
+	}
+	if m != l2.ModeLifetime {
+		c.rel.Answered() // a connection answering is evidence Redis is back
+	}
 }
 
-// onInvalidation drops the keys Redis reports written from L1; nil means
-// every key.
-func (c *Client) onInvalidation(fullKeys []string) {
-	c.inv.received.Add(1)
-	if fullKeys == nil {
+// refused logs a mechanism's first refusal loudly: its meaning, the remedy.
+func (c *Client) refused(what string, err error) {
+	level, msg := slog.LevelWarn, "redis refuses CLIENT TRACKING: L1 hears only writers that announce (cachekit-go) "+
+		"and keeps entries at most fallback_l1_lifetime; allow CLIENT ID and CLIENT TRACKING for this user, "+
+		"or set Invalidation.RequireTracking to fail New instead"
+	switch {
+	case what != "tracking":
+		msg = "redis refuses SUBSCRIBE to the invalidation channel: L1 entries live at most fallback_l1_lifetime " +
+			"and no other Client's write reaches L1 sooner; grant this user the channel (ACL SETUSER <user> &<channel>)"
+	case c.inv.strict:
+		level, msg = slog.LevelError, "redis refuses CLIENT TRACKING and Invalidation.RequireTracking is set: "+
+			"L1 is bypassed until redis allows CLIENT ID and CLIENT TRACKING for this user"
+	case !c.inv.announce:
+		msg = "redis refuses CLIENT TRACKING and Invalidation.NoAnnounce is set: L1 entries live at most " +
+			"fallback_l1_lifetime; allow CLIENT ID and CLIENT TRACKING for this user"
+	}
+	c.log.LogAttrs(context.Background(), level, "cachekit: "+msg, slog.String("cause", err.Error()),
+		slog.String("channel", c.inv.channel), slog.Duration("fallback_l1_lifetime", c.inv.lifetime))
+}
+
+// onInvalidation drops the keys reported written from L1; nil: every key.
+func (c *Client) onInvalidation(keys []string) {
+	if keys == nil {
 		c.flushL1()
 		c.leaseWaits.Wake("", true)
-		return
 	}
-	for _, full := range fullKeys {
-		key, ok := strings.CutPrefix(full, c.prefix)
-		if !ok {
-			continue
-		}
+	for _, key := range keys {
 		c.dropL1(key)
 		c.leaseWaits.Wake(key, false)
-		c.inv.applied.Add(1)
 		c.obs.Invalidation(context.Background())
 	}
-}
-
-// trackingDown stops L1 writes, then clears L1: from here until tracking is
-// back, L1 holds nothing it cannot vouch for. The order matters (see
-// write.go).
-func (c *Client) trackingDown(err error) {
-	c.inv.tracking.Store(false)
-	c.flushL1()
-	c.leaseWaits.Wake("", true) // waiters poll from here on
-	c.inv.losses.Add(1)
-	c.warn("invalidation tracking lost; L1 bypassed until it is back", "", err)
 }
 
 // flushL1 clears L1 and what SWR knows.
@@ -133,38 +180,20 @@ func (c *Client) flushL1() {
 	if c.swr != nil {
 		c.swr.ForgetAll()
 	}
-	c.inv.flushes.Add(1)
 }
 
-// InvalidationStats is a snapshot of the invalidation counters.
-type InvalidationStats struct {
-	// Tracking reports whether every Redis node is tracked now (L1 is in
-	// use); false while tracking is being established or was lost.
-	Tracking bool
-	// Received counts invalidation messages; Applied the keys under this
-	// Client's prefix they dropped from L1.
-	Received, Applied uint64
-	// Flushes counts L1 clears: FLUSHDB/FLUSHALL, and each loss of tracking.
-	Flushes uint64
-	// Losses counts the times tracking was lost.
-	Losses uint64
-	// PublishFailures counts writes whose pub/sub message (for earlier
-	// releases) could not be published (the value itself was stored).
-	PublishFailures uint64
-}
+// InvalidationStats is a snapshot of the invalidation counters; l2
+// documents each field. Applied counts the keys dropped from L1.
+type InvalidationStats = l2.CoherenceStats
 
 // InvalidationStats returns the invalidation counters; the zero value when
-// Options.Invalidation was nil.
+// Options.Invalidation was nil, and only PublishFailures without L1.
 func (c *Client) InvalidationStats() InvalidationStats {
-	if c.inv == nil {
+	switch {
+	case c.inv == nil:
 		return InvalidationStats{}
+	case c.inv.co == nil:
+		return InvalidationStats{Mode: l2.ModeNone.String(), PublishFailures: c.l2.PublishFailures()}
 	}
-	return InvalidationStats{
-		Tracking:        c.inv.tracking.Load(),
-		Received:        c.inv.received.Load(),
-		Applied:         c.inv.applied.Load(),
-		Flushes:         c.inv.flushes.Load(),
-		Losses:          c.inv.losses.Load(),
-		PublishFailures: c.inv.publishFailures.Load(),
-	}
+	return c.inv.co.Stats()
 }

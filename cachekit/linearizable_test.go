@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -67,22 +68,31 @@ func TestLinearizableCacheAsideShort(t *testing.T) {
 // (writers that update a source then Set, Delete, or DEL with a raw
 // command; readers that GetOrLoad): strictly linearizable without L1, and
 // linearizable within the invalidation bound with L1 and invalidation
-// (Production's coherence). bench/ runs the same check over 1,000.
+// (Production's coherence), also when Redis refuses tracking (the
+// fallback: cachekit writers are bounded by their announcements' delivery,
+// the raw DEL by FallbackL1Lifetime, both set within δ). bench/ runs the
+// same check over 1,000.
 func TestLinearizableCacheAside(t *testing.T) {
 	t.Parallel()
 	modes := map[string]struct {
-		opts  Options
-		delta time.Duration
-		batch bool // one Client's two goroutines read with MGetOrLoad
+		opts   Options
+		delta  time.Duration
+		batch  bool // one Client's two goroutines read with MGetOrLoad
+		refuse bool // Redis refuses CLIENT TRACKING
 	}{
-		"noL1/strict/batch":     {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0, true},
-		"noL1/strict":           {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0, false},
-		"l1+invalidation/delta": {Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, FleetSingleFlight: true}, linearizabilityDelta, false},
+		"noL1/strict/batch":     {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0, true, false},
+		"noL1/strict":           {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0, false, false},
+		"l1+invalidation/delta": {Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, FleetSingleFlight: true}, linearizabilityDelta, false, false},
+		"l1+fallback/delta": {Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true, Logger: slog.New(slog.DiscardHandler),
+			Invalidation: &Invalidation{FallbackL1Lifetime: linearizabilityDelta / 2}}, linearizabilityDelta, false, true},
 	}
 	for name, m := range modes {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, raw := withRedis(t)
+			srv, raw := withRedis(t)
+			if m.refuse {
+				refuseTracking(t, srv.Addr(), false)
+			}
 			var clients []cacheaside.Cache
 			for i := range 3 {
 				o := m.opts

@@ -113,10 +113,13 @@ func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error
 	// The L1 copy takes the new expiry only if nothing wrote key since t
 	// (Extend re-stores the value L1 holds now, read under its write
 	// lock); otherwise it is dropped, which also turns away a backfill
-	// still carrying the old TTL: L1 never outlives Redis.
-	if c.l1 != nil && !(t.ok && c.l1.Extend(key, ttl-c.now().Sub(t.at), t.ver)) {
+	// still carrying the old TTL: L1 never outlives Redis. Under
+	// Invalidation's fallback it is dropped: extending it would stretch
+	// its lifetime bound.
+	if c.l1 != nil && !(t.ok && t.life == 0 && c.l1.Extend(key, ttl-c.now().Sub(t.at), t.ver)) {
 		c.dropL1(key)
 	}
+	c.publish(ctx, "Touch", key)
 	if c.swr != nil {
 		c.swr.Rewritten(key, c.now(), ttl)
 	}

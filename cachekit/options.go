@@ -3,6 +3,7 @@ package cachekit
 import (
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,11 +72,10 @@ type Options struct {
 	// Default: "" (no Redis: L1-only mode).
 	//
 	// Redis down when New runs is not an error: New does not PING (call
-	// Client.Ping for that) and returns within about a second (it waits
-	// that long at most for invalidation tracking to connect, less when
-	// Redis refuses the connection). Calls then fail, or degrade under
-	// FailOpen, until Redis answers; with Invalidation on, L1 is bypassed
-	// until tracking is up.
+	// Client.Ping for that) and returns within about a second (its wait
+	// for invalidation tracking or its fallback). Calls then fail, or
+	// degrade under FailOpen, until Redis answers; with Invalidation on,
+	// L1 is bypassed until then.
 	RedisURL string
 
 	// L1MaxBytes is the capacity of the in-process L1 in bytes of memory:
@@ -227,9 +227,10 @@ type Options struct {
 	SWR *SWR
 
 	// Invalidation keeps L1 coherent with writes by anyone (Redis CLIENT
-	// TRACKING, Redis 6 or later); see Invalidation. It needs Redis and L1.
-	// Default: nil (off: other processes' writes reach this L1 only when
-	// the entry's TTL ends). Production and Secure set &Invalidation{}.
+	// TRACKING, else a pub/sub fallback); see Invalidation. It needs Redis
+	// and L1 (without L1 it only announces writes). Default: nil (off:
+	// other processes' writes reach this L1 only when the entry's TTL
+	// ends). Production and Secure set &Invalidation{}.
 	Invalidation *Invalidation
 
 	// MeterProvider receives the Client's OpenTelemetry metrics (see
@@ -380,6 +381,10 @@ func (o *Options) validate() error {
 		return configErr("SWR needs Redis (set Redis or RedisURL, or SWR to nil)")
 	case o.Redis == nil && o.RedisURL == "" && o.Invalidation != nil:
 		return configErr("Invalidation needs Redis (set Redis or RedisURL, or Invalidation to nil)")
+	case o.Invalidation != nil && strings.ContainsAny(o.Invalidation.Channel, "\r\n"):
+		return configErr("Invalidation.Channel contains a line break")
+	case o.Invalidation != nil && o.Invalidation.FallbackL1Lifetime < 0:
+		return configErr("Invalidation.FallbackL1Lifetime is negative")
 	}
 	if o.Reliability != nil {
 		if err := guard.Config(*o.Reliability).Validate(); err != nil {
@@ -388,11 +393,6 @@ func (o *Options) validate() error {
 	}
 	if o.SWR != nil {
 		if err := o.SWR.validate(); err != nil {
-			return err
-		}
-	}
-	if o.Invalidation != nil {
-		if err := o.Invalidation.validate(); err != nil {
 			return err
 		}
 	}

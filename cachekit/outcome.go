@@ -63,24 +63,22 @@ func (c *Client) writeFailed(ctx context.Context, key string, err error) (observ
 // the writes again. A failure is counted and warned about, never returned:
 // the values are stored.
 func (c *Client) publish(ctx context.Context, after string, keys ...string) {
-	if c.inv == nil || len(keys) == 0 {
+	if c.inv == nil || !c.inv.announce || len(keys) == 0 {
 		return
 	}
 	full := make([]string, len(keys))
 	for i, k := range keys {
 		full[i] = c.fullKey(k)
 	}
-	err := c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Announce(ctx, full...) })
-	c.publishFailed(after, keys, err)
+	c.publishFailed(after, keys, c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Announce(ctx, full...) }))
 }
 
-// publishFailed counts and warns about err, the failed publish of an
+// publishFailed warns about err (l2 counts it), the failed publish of an
 // operation's invalidation messages for keys; nil err is no failure.
 func (c *Client) publishFailed(after string, keys []string, err error) {
 	if err == nil {
 		return
 	}
-	c.inv.publishFailures.Add(1)
 	key := ""
 	if len(keys) == 1 {
 		key = keys[0]
@@ -174,8 +172,8 @@ func (c *Client) snapshot() observe.Snapshot {
 	}
 	if c.inv != nil {
 		is := c.InvalidationStats()
-		st.HasInvalidation, st.Tracking = true, is.Tracking
-		st.InvalidationLosses, st.PublishFailures = is.Losses, is.PublishFailures
+		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.heard())
+		st.InvalidationLosses, st.PublishFailures, st.InvalidationRefusals = is.Losses, is.PublishFailures, is.Refusals
 	}
 	return st
 }

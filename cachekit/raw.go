@@ -269,9 +269,11 @@ func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) 
 		}
 		n, err := c.l2.Unlink(ctx, keys...)
 		deleted += n
-		for _, k := range keys {
-			c.dropL1(strings.TrimPrefix(k, c.prefix))
+		for i, k := range keys {
+			keys[i] = strings.TrimPrefix(k, c.prefix)
+			c.dropL1(keys[i])
 		}
+		c.publish(ctx, "DeleteMatching", keys...)
 		return err
 	})
 	return deleted, err
@@ -308,11 +310,14 @@ func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []err
 		swaps[i] = l2.Swap{Key: c.prefix + it.Key, Old: it.Old, New: it.New}
 	}
 	done, errs = c.l2.SwapMany(ctx, swaps)
+	var swapped []string
 	for i, ok := range done {
 		if ok {
 			c.dropL1(items[i].Key)
+			swapped = append(swapped, items[i].Key)
 		}
 	}
+	c.publish(ctx, "Swap", swapped...)
 	return done, errs
 }
 

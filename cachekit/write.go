@@ -119,21 +119,25 @@ func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl tim
 // the version left L1 right), and a writer drops the key from L1, since the
 // overlapping write may have reached Redis after its own. The ticket also
 // says whether L1 may be written at all: with invalidation on, not while
-// tracking is down (see invalidation.go). The version is read before the
-// tracking state, and tracking loss clears L1 (advancing every version)
-// after it marks itself down, so a write that saw tracking up cannot land
-// once tracking went down.
+// no coherence mode holds (see invalidation.go). The version is read
+// before the mode, and a loss clears L1 (advancing every version) after it
+// marks the mode lost, so a write that saw a mode cannot land once it was
+// lost.
 //
 // An L1 entry never outlives its Redis entry: its lifetime is the TTL sent
 // to (or read from) Redis, counted from when the ticket was taken, before
-// the command left.
+// the command left; in Invalidation's fallback it is also at most
+// FallbackL1Lifetime, counted the same way.
 
 // ticket is what an L1 write after a Redis round trip needs from before it.
 type ticket struct {
 	ver    l1.Version
 	at     time.Time
-	ok     bool // L1 may be written (tracking up, or invalidation off)
+	ok     bool // L1 may be written (a coherence mode, or invalidation off)
 	direct bool // L1-only mode: L1 is the store, writes are unconditional
+	// life, when positive, bounds the entry's L1 lifetime (Invalidation's
+	// fallback), counted from at as the Redis TTL is.
+	life time.Duration
 }
 
 // ticket returns key's ticket. It reads the clock, so only paths that write
@@ -145,8 +149,12 @@ func (c *Client) ticket(key string) ticket {
 	if c.l2 == nil {
 		return ticket{direct: true}
 	}
-	ver := c.l1.Version(key)
-	return ticket{ver: ver, at: c.now(), ok: c.inv == nil || c.inv.tracking.Load()}
+	t := ticket{ver: c.l1.Version(key), at: c.now(), ok: true}
+	if c.inv != nil {
+		lim := c.inv.l1cap.Load()
+		t.ok, t.life = lim >= 0, time.Duration(lim)
+	}
+	return t
 }
 
 // admit stores sealed bytes in L1 for ttl counted from t, if nothing wrote,
@@ -160,6 +168,9 @@ func (c *Client) admit(key string, t ticket, stored []byte, ttl time.Duration, w
 		}
 		c.stats.l1Rejected.Add(1)
 		return false
+	}
+	if t.life > 0 {
+		ttl = min(ttl, t.life)
 	}
 	if left := ttl - c.now().Sub(t.at); t.ok && left > 0 && c.l1.SetIfVersion(key, stored, left, t.ver) {
 		return true

@@ -38,7 +38,18 @@
 // and subscribed to __redis__:invalidate, and reports every key Redis says
 // was written, deleted, expired or evicted. It pings a quiet connection
 // every 250 ms and reports the Tracker down when a node's connection fails
-// or stays silent for 1 s, and up again once every node is tracked.
+// or stays silent for 1 s, and up again once every node is tracked. A
+// node that refuses tracking (ErrRefused: an ACL, a managed service
+// without CLIENT) is told apart from one that cannot be reached.
+//
+// # Announcements and the fallback
+//
+// A Store made to AnnounceWrites publishes "ck1 <source> <key>" on a
+// channel with every write; Subscribe hears the other Stores'
+// announcements. Cohere runs the state machine that keeps a process's
+// copies coherent: tracking while Redis allows it, else a subscription to
+// the announcements (ModePubSub), else nothing but the copies' bounded
+// lifetime (ModeLifetime); see Coherence for its invariants.
 //
 // # Errors
 //

@@ -39,3 +39,24 @@ func (d slogDriver) Printf(ctx context.Context, format string, v ...any) {
 	}
 	d.l.LogAttrs(ctx, slog.LevelDebug, "cachekit: redis driver", slog.String("detail", fmt.Sprintf(format, v...)))
 }
+
+// CheckDriver logs, once per call, what in the Store's injected go-redis
+// client would let a Redis call outlive the caller's deadline (a warning:
+// ContextTimeoutEnabled off) or retry under the caller's own retries when
+// retries is true (debug: MaxRetries > 0). It never changes the client's
+// settings, and says nothing about a client type it does not know.
+func (s *Store) CheckDriver(log *slog.Logger, retries bool) {
+	ctxTimeouts, max, known := s.DriverSettings()
+	if !known {
+		return
+	}
+	if !ctxTimeouts {
+		log.LogAttrs(context.Background(), slog.LevelWarn,
+			"cachekit: injected redis client has ContextTimeoutEnabled off: deadlines and Reliability.AttemptTimeout do not bound its calls")
+	}
+	if max > 0 && retries {
+		log.LogAttrs(context.Background(), slog.LevelDebug,
+			"cachekit: injected redis client retries too (MaxRetries > 0): set MaxRetries -1 for one retry budget",
+			slog.Int("max_retries", max))
+	}
+}

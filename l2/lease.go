@@ -69,7 +69,7 @@ local function leaseAt(k)
   if redis.call('TYPE', k).ok ~= 'string' or redis.call('STRLEN', k) ~= ` + strconv.Itoa(LeaseLen) + ` then return false end
   return redis.call('GETRANGE', k, 0, #magic - 1) == magic
 end
-local function publish() if ARGV[#ARGV-1] ~= '' then redis.call('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
+local function publish() if ARGV[#ARGV-1] ~= '' then redis.pcall('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
 `
 
 // luaQuote writes s as a Lua string literal with every byte escaped.
@@ -200,7 +200,8 @@ func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl tim
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), s.channel, s.announcement(key))
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), ch, msg)
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
@@ -210,7 +211,8 @@ func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl tim
 func (s *Store) FillMany(ctx context.Context, items []Item, leases []string) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "mset", fillScript, len(items), func(i int) (string, []any) {
 		k := items[i].Key
-		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), s.channel, s.announcement(k)}
+		ch, msg := s.announceArgs(k)
+		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), ch, msg}
 	})
 	return eachDone("mset", len(items), cmds, err)
 }
@@ -301,7 +303,8 @@ func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte,
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), s.channel, s.announcement(key))
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), ch, msg)
 }
 
 // dropLeases turns every lease placeholder in vals into nil (missing).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -39,8 +40,14 @@ func (s *Store) Publish(ctx context.Context, channel string, msgs ...[]byte) err
 // invalidationMagic starts every announcement: format version 1.
 const invalidationMagic = "ck1 "
 
-// AnnounceWrites makes the Store announce every key it writes on channel,
-// for Clients of earlier releases that listen there: Set, Delete, Fill,
+// sourceBytes is the size of a Store's random source id, in bytes (hex
+// encoded in announcements).
+const sourceBytes = 8
+
+// AnnounceWrites makes the Store announce every key it writes on channel
+// (pausing for 30 s after Redis refuses a PUBLISH),
+// for the Clients that listen there (Subscribe: those whose Redis refuses
+// tracking): Set, Delete, Fill,
 // FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
 // per Store; the key is the Redis key, already stored in that Redis in the
 // clear; values never travel) in the same round trip or script where they
@@ -49,10 +56,31 @@ const invalidationMagic = "ck1 "
 // announcement failed reports a *BackendError with Op "publish": the write
 // itself went through. Call it before the Store is used.
 func (s *Store) AnnounceWrites(channel string) {
-	var id [8]byte
+	var id [sourceBytes]byte
 	_, _ = rand.Read(id[:])
 	s.channel = channel
 	s.source = []byte(invalidationMagic + hex.EncodeToString(id[:]) + " ")
+}
+
+// announcing reports whether the Store announces writes now: it was made
+// to, and Redis has not refused a PUBLISH in the last 30 s (an ACL user
+// without the channel right: a publish nothing can hear; it is tried
+// again after that, in case the right was granted).
+func (s *Store) announcing() bool {
+	if s.channel == "" {
+		return false
+	}
+	at := s.pubRefused.Load()
+	return at == 0 || time.Since(time.Unix(0, at)) > trackRefusedRetry
+}
+
+// announceArgs returns the channel and message a script announces key
+// with: "" and nil when the Store does not announce now.
+func (s *Store) announceArgs(key string) (string, []byte) {
+	if !s.announcing() {
+		return "", nil
+	}
+	return s.channel, s.announcement(key)
 }
 
 // announcement returns the message announcing key, nil when the Store does
@@ -67,15 +95,32 @@ func (s *Store) announcement(key string) []byte {
 // Announce publishes the announcement of each key (one pipelined round
 // trip for several); it does nothing when the Store does not announce.
 func (s *Store) Announce(ctx context.Context, keys ...string) error {
-	if s.channel == "" {
+	if !s.announcing() {
 		return nil
 	}
 	msgs := make([][]byte, len(keys))
 	for i, k := range keys {
 		msgs[i] = s.announcement(k)
 	}
-	return s.Publish(ctx, s.channel, msgs...)
+	return s.counted(s.Publish(ctx, s.channel, msgs...))
 }
+
+// counted counts err, an announcement's failure, in PublishFailures, and
+// pauses announcements when Redis refused the PUBLISH.
+func (s *Store) counted(err error) error {
+	if err != nil {
+		s.pubFails.Add(1)
+	}
+	if refusedReply(err) {
+		s.pubRefused.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// PublishFailures counts the attempts to publish announcements that failed
+// (sent beside a write, by Announce; not those a script sends, whose
+// failure the script ignores): the writes themselves went through.
+func (s *Store) PublishFailures() uint64 { return s.pubFails.Load() }
 
 // setPublish is Set announcing key: on a standalone or failover client
 // SET and PUBLISH travel in one pipelined round trip; on a cluster client
@@ -89,7 +134,7 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 		if err := set.Err(); err != nil {
 			return fail("set", err)
 		}
-		return fail("publish", s.rdb.Publish(ctx, s.channel, msg).Err())
+		return s.counted(fail("publish", s.rdb.Publish(ctx, s.channel, msg).Err()))
 	}
 	var pub *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -100,7 +145,7 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 	if err := set.Err(); err != nil {
 		return fail("set", err)
 	}
-	return fail("publish", pub.Err())
+	return s.counted(fail("publish", pub.Err()))
 }
 
 // deletePublish is Delete announcing keys: in the DELs' pipeline on a
@@ -112,7 +157,7 @@ func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error)
 		if err != nil {
 			return n, fail("del", err)
 		}
-		return n, fail("publish", s.Announce(ctx, keys...))
+		return n, fail("publish", s.Announce(ctx, keys...)) // counted there
 	}
 	pubs := make([]*redis.IntCmd, len(keys))
 	n, err := s.deleteCounted(ctx, keys, func(p redis.Pipeliner) {
@@ -125,7 +170,7 @@ func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error)
 	}
 	for _, c := range pubs {
 		if err := c.Err(); err != nil {
-			return n, fail("publish", err)
+			return n, s.counted(fail("publish", err))
 		}
 	}
 	return n, nil

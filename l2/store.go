@@ -24,6 +24,11 @@ type Store struct {
 	// channel and source announce writes (AnnounceWrites); "" and nil: off.
 	channel string
 	source  []byte
+	// pubFails counts announcements that failed (PublishFailures).
+	pubFails atomic.Uint64
+	// pubRefused is when Redis last refused a PUBLISH (UnixNano, 0:
+	// never): announcements pause for trackRefusedRetry after it.
+	pubRefused atomic.Int64
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
@@ -260,7 +265,7 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 		return ErrInvalidTTL
 	}
 	cmd := setCmd(ctx, key, val, ttl)
-	if s.channel != "" {
+	if s.announcing() {
 		return s.setPublish(ctx, cmd, key)
 	}
 	_ = s.rdb.Process(ctx, cmd)
@@ -279,7 +284,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	if s.channel != "" {
+	if s.announcing() {
 		return s.deletePublish(ctx, keys)
 	}
 	n, err := s.deleteCounted(ctx, keys, nil)

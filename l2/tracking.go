@@ -28,6 +28,10 @@ const (
 	trackRefresh   = time.Second
 	trackBackoff   = 50 * time.Millisecond
 	trackMaxBack   = time.Second
+	// trackRefusedRetry spaces the attempts after a refusal (ErrRefused):
+	// the answer changes only when an operator changes the server, and
+	// each refused command may land in the server's ACL LOG.
+	trackRefusedRetry = 30 * time.Second
 )
 
 // errSilent ends a tracking session whose connection stopped answering.
@@ -48,6 +52,10 @@ type TrackingHandler struct {
 	// Up is called when every node is tracked again (and the first time).
 	// Writes made while the Tracker was down were not reported.
 	Up func()
+	// Refused is called when a node refuses the Tracker's commands (err
+	// matches ErrRefused), once until the Tracker is up again; it is
+	// retried every 30 s meanwhile. Down is not called for a refusal.
+	Refused func(err error)
 }
 
 // Tracker keeps one connection per Redis node (every master of a cluster,
@@ -56,10 +64,15 @@ type TrackingHandler struct {
 // Close.
 type Tracker struct {
 	prefix string
-	h      TrackingHandler
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	ready  chan struct{}
+	// channel is what each listener subscribes to; keysOf, set by
+	// Subscribe, reads a message's keys there (nil: Redis's own
+	// invalidation messages, tracking on).
+	channel string
+	keysOf  func(payload string) (keys []string, ok bool)
+	h       TrackingHandler
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	ready   chan struct{}
 	// settled is closed on the first news of any kind: every node tracked,
 	// or a node (or the topology) could not be reached.
 	settled  chan struct{}
@@ -72,6 +85,7 @@ type Tracker struct {
 	mu      sync.Mutex // serializes handler calls and guards what follows
 	nodes   map[string]*nodeListener
 	up      bool
+	refused bool // a node refused since the Tracker was last up
 	readyOn sync.Once
 }
 
@@ -80,11 +94,16 @@ type Tracker struct {
 // place. The Tracker opens connections of its own, with the settings of
 // the Store's client, and never uses the Store's connection pool.
 func (s *Store) Track(prefix string, h TrackingHandler) (*Tracker, error) {
+	return s.listen(&Tracker{prefix: prefix, channel: InvalidationChannel, h: h})
+}
+
+// listen starts t's supervisor over the nodes of the Store's client.
+func (s *Store) listen(t *Tracker) (*Tracker, error) {
 	if err := s.check("track"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Tracker{prefix: prefix, h: h, cancel: cancel, ready: make(chan struct{}), settled: make(chan struct{}), nodes: map[string]*nodeListener{}}
+	t.cancel, t.ready, t.settled, t.nodes = cancel, make(chan struct{}), make(chan struct{}), map[string]*nodeListener{}
 	switch rdb := s.rdb.(type) {
 	case *redis.Client:
 		if rdb.Options().Addr == failoverAddr {
@@ -94,7 +113,7 @@ func (s *Store) Track(prefix string, h TrackingHandler) (*Tracker, error) {
 		t.static = true
 		t.discover = func(context.Context) ([]*redis.Options, error) { return []*redis.Options{rdb.Options()}, nil }
 	case *redis.ClusterClient:
-		t.discover = func(ctx context.Context) ([]*redis.Options, error) { return clusterMasters(ctx, rdb) }
+		t.discover = func(ctx context.Context) ([]*redis.Options, error) { return clusterMasters(ctx, rdb, t.keysOf != nil) }
 	case *redis.Ring:
 		t.discover = func(ctx context.Context) ([]*redis.Options, error) { return ringShards(ctx, rdb) }
 	default:
@@ -174,7 +193,7 @@ func (t *Tracker) refresh(ctx context.Context) {
 	for addr, o := range want {
 		if _, ok := t.nodes[addr]; !ok {
 			nctx, cancel := context.WithCancel(ctx)
-			n := &nodeListener{t: t, addr: addr, rdb: redis.NewClient(listenerOptions(o, t.prefix)), cancel: cancel}
+			n := &nodeListener{t: t, addr: addr, rdb: redis.NewClient(listenerOptions(o, t.prefix, t.keysOf == nil)), cancel: cancel}
 			t.nodes[addr] = n
 			t.wg.Add(1)
 			go n.run(nctx)
@@ -208,6 +227,9 @@ func (t *Tracker) setUp(up bool, why error) {
 		return
 	}
 	t.up = up
+	if up {
+		t.refused = false
+	}
 	if !up {
 		if t.h.Down != nil {
 			t.h.Down(why)
@@ -230,6 +252,15 @@ func (t *Tracker) nodeState(n *nodeListener, up bool, why error) {
 		return // stopped meanwhile
 	}
 	n.up = up
+	if !up && IsRefusal(why) {
+		t.setUp(false, why)
+		if !t.refused && t.h.Refused != nil {
+			t.h.Refused(why)
+		}
+		t.refused = true
+		t.settle()
+		return
+	}
 	if !up {
 		t.setUp(false, why)
 		t.settle()
@@ -260,8 +291,9 @@ type nodeListener struct {
 
 // listenerOptions copies the node's settings (address, dialer, TLS,
 // credentials, database) and makes them fit one long-lived RESP2
-// subscription that enables broadcasting tracking on connect.
-func listenerOptions(base *redis.Options, prefix string) *redis.Options {
+// subscription that enables broadcasting tracking on connect when track is
+// set.
+func listenerOptions(base *redis.Options, prefix string, track bool) *redis.Options {
 	o := &redis.Options{
 		Network:                    base.Network,
 		Addr:                       base.Addr,
@@ -283,6 +315,10 @@ func listenerOptions(base *redis.Options, prefix string) *redis.Options {
 		DisableIdentity:            true,
 	}
 	userInit := base.OnConnect
+	if !track {
+		o.OnConnect = userInit
+		return o
+	}
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		if userInit != nil {
 			if err := userInit(ctx, cn); err != nil {
@@ -291,13 +327,13 @@ func listenerOptions(base *redis.Options, prefix string) *redis.Options {
 		}
 		id, err := cn.ClientID(ctx).Result()
 		if err != nil {
-			return err
+			return classify(err)
 		}
 		args := []any{"client", "tracking", "on", "redirect", id, "bcast"}
 		if prefix != "" {
 			args = append(args, "prefix", prefix)
 		}
-		return cn.Do(ctx, args...).Err()
+		return classify(cn.Do(ctx, args...).Err())
 	}
 	return o
 }
@@ -316,8 +352,13 @@ func (n *nodeListener) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		n.t.nodeState(n, false, fail("track", err))
-		if !ctxwait.Sleep(ctx, backoff) {
+		err = fail("track", classify(err))
+		n.t.nodeState(n, false, err)
+		wait := backoff
+		if IsRefusal(err) {
+			wait = trackRefusedRetry
+		}
+		if !ctxwait.Sleep(ctx, wait) {
 			return
 		}
 		backoff = min(backoff*2, trackMaxBack)
@@ -327,7 +368,7 @@ func (n *nodeListener) run(ctx context.Context) {
 // session runs one subscription until its connection fails or goes quiet
 // for trackDeadline; it returns why it ended.
 func (n *nodeListener) session(ctx context.Context, backoff *time.Duration) error {
-	ps := n.rdb.Subscribe(ctx, InvalidationChannel)
+	ps := n.rdb.Subscribe(ctx, n.t.channel)
 	defer func() { _ = ps.Close() }()
 	// Closing the subscription interrupts a blocked receive at once.
 	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
@@ -365,7 +406,13 @@ func (n *nodeListener) session(ctx context.Context, backoff *time.Duration) erro
 				n.t.nodeState(n, true, nil)
 			}
 		case *redis.Message:
-			if m.Channel != InvalidationChannel {
+			if m.Channel != n.t.channel {
+				continue
+			}
+			if n.t.keysOf != nil {
+				if keys, ok := n.t.keysOf(m.Payload); ok {
+					n.t.invalidate(keys)
+				}
 				continue
 			}
 			if m.PayloadSlice != nil {
@@ -375,72 +422,4 @@ func (n *nodeListener) session(ctx context.Context, backoff *time.Duration) erro
 			}
 		}
 	}
-}
-
-// clusterMasters reads the cluster's masters from CLUSTER SLOTS (not from
-// the client's cached state, which a failover leaves stale) and returns
-// node options built from the cluster client's settings.
-func clusterMasters(ctx context.Context, rdb *redis.ClusterClient) ([]*redis.Options, error) {
-	//lint:ignore SA1019 CLUSTER SLOTS answers on Redis 6 too; CLUSTER SHARDS needs 7.
-	slots, err := rdb.ClusterSlots(ctx).Result()
-	if err != nil {
-		return nil, err
-	}
-	co := rdb.Options()
-	seen := map[string]bool{}
-	var out []*redis.Options
-	for _, s := range slots {
-		if len(s.Nodes) == 0 || seen[s.Nodes[0].Addr] {
-			continue
-		}
-		addr := s.Nodes[0].Addr
-		seen[addr] = true
-		out = append(out, &redis.Options{
-			Addr:                       addr,
-			Dialer:                     co.Dialer,
-			OnConnect:                  co.OnConnect,
-			Username:                   co.Username,
-			Password:                   co.Password,
-			CredentialsProvider:        co.CredentialsProvider,
-			CredentialsProviderContext: co.CredentialsProviderContext,
-			TLSConfig:                  co.TLSConfig,
-			ClientName:                 co.ClientName,
-		})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("l2: tracking: cluster has no master")
-	}
-	return out, nil
-}
-
-// failoverAddr is the Addr go-redis gives the options of a Sentinel-backed
-// (failover) client, whose dialer resolves the master on every dial.
-const failoverAddr = "FailoverClient"
-
-// sentinelMaster resolves the current master of a failover client by
-// dialing through its dialer, and returns options that connect to that
-// address only, so a failover shows up as a new node.
-func sentinelMaster(ctx context.Context, base *redis.Options) ([]*redis.Options, error) {
-	conn, err := base.Dialer(ctx, base.Network, base.Addr)
-	if err != nil {
-		return nil, err
-	}
-	addr := conn.RemoteAddr().String()
-	_ = conn.Close()
-	o := *base
-	o.Addr, o.Dialer = addr, nil
-	return []*redis.Options{&o}, nil
-}
-
-// ringShards returns the options of every live shard of a ring.
-func ringShards(ctx context.Context, rdb *redis.Ring) ([]*redis.Options, error) {
-	var mu sync.Mutex
-	var out []*redis.Options
-	err := rdb.ForEachShard(ctx, func(_ context.Context, c *redis.Client) error {
-		mu.Lock()
-		out = append(out, c.Options())
-		mu.Unlock()
-		return nil
-	})
-	return out, err
 }

@@ -83,6 +83,10 @@ func openClient(g *globalFlags, getenv func(string) string, withKeys bool) (*cac
 		Interop:            g.interop,
 		DefaultTTL:         defaultSetTTL,
 		Logger:             slog.New(slog.DiscardHandler),
+		// Without L1 nothing is tracked: this only makes set, del, flush
+		// and rotate announce their writes, for applications whose Redis
+		// refuses tracking.
+		Invalidation: &cachekit.Invalidation{Channel: g.channel},
 	}
 	if withKeys {
 		cfg, err := g.keyring(getenv)

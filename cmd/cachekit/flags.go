@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/cachekit"
 )
 
 // Environment variables the tool reads. The master key variables are read
@@ -42,6 +44,7 @@ type globalFlags struct {
 	secure        bool
 	tenant        string
 	prefix        string
+	channel       string
 	interop       bool
 	noCompression bool
 	// nameFingerprint is the fingerprint of $CACHEKIT_NAME_KEY once
@@ -56,6 +59,8 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 		" (previous keys: $"+envPreviousKeys+", comma-separated hex)")
 	fs.StringVar(&g.tenant, "tenant", "default", "tenant the encryption keys and AAD are bound to (with --secure)")
 	fs.StringVar(&g.prefix, "prefix", "", "key `prefix` the application's client is configured with")
+	fs.StringVar(&g.channel, "channel", "", "pub/sub `channel` set, del, flush and rotate announce their writes on: "+
+		"the application's Invalidation.Channel (default "+cachekit.DefaultInvalidationChannel+")")
 	fs.BoolVar(&g.interop, "interop", false, "KEY is an interop/v1 key; values are canonical msgpack readable by every SDK")
 	fs.BoolVar(&g.noCompression, "no-compression", false, "entries are plain msgpack, without the ByteStorage envelope")
 }

@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -180,4 +182,27 @@ func (b *breaker) snapshot() (State, uint64) {
 		st = HalfOpen
 	}
 	return st, b.opened
+}
+
+// LogTransitions returns a Hooks.Transition that logs each breaker state
+// change to log once (never rate-limited: each one matters), with how long
+// the breaker was open when it closes by now's clock, and passes the new
+// state to count (nil: not counted).
+func LogTransitions(log *slog.Logger, now func() time.Time, count func(ctx context.Context, to int)) func(from, to State, openedAt time.Time) {
+	return func(from, to State, openedAt time.Time) {
+		ctx := context.Background()
+		switch to {
+		case Open:
+			log.LogAttrs(ctx, slog.LevelWarn, "cachekit: circuit breaker opened: redis calls fail at once until redis answers again",
+				slog.String("from", from.String()))
+		case HalfOpen:
+			log.LogAttrs(ctx, slog.LevelInfo, "cachekit: circuit breaker half-open: probing redis with callers' calls")
+		case Closed:
+			log.LogAttrs(ctx, slog.LevelInfo, "cachekit: circuit breaker closed: redis answers again",
+				slog.Duration("open_for", now().Sub(openedAt)))
+		}
+		if count != nil {
+			count(ctx, int(to))
+		}
+	}
 }

@@ -151,6 +151,16 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 	if err != nil {
 		return nil, err
 	}
+	invMode, err := m.Int64ObservableGauge("cachekit.invalidation.mode",
+		metric.WithDescription("What keeps L1 coherent: 0 none (L1 bypassed), 1 tracking, 2 pubsub fallback (tracking refused), 3 lifetime only"))
+	if err != nil {
+		return nil, err
+	}
+	invRefusals, err := m.Int64ObservableCounter("cachekit.invalidation.refusals",
+		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE (once until it is allowed again)"))
+	if err != nil {
+		return nil, err
+	}
 	refused, err := m.Int64ObservableCounter("cachekit.breaker.refused",
 		metric.WithDescription("Redis calls the open circuit breaker refused"))
 	if err != nil {
@@ -197,9 +207,11 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 				tracking = 1
 			}
 			o.ObserveInt64(invTracking, tracking)
+			o.ObserveInt64(invMode, int64(st.InvalidationMode))
+			o.ObserveInt64(invRefusals, int64(st.InvalidationRefusals))
 		}
 		return nil
-	}, l1Size, l1Evict, l1Reject, nonces, keyIdx, brk, invLosses, invTracking, invPubFail, refused, shed, degraded)
+	}, l1Size, l1Evict, l1Reject, nonces, keyIdx, brk, invLosses, invTracking, invPubFail, invMode, invRefusals, refused, shed, degraded)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,9 @@ type Snapshot struct {
 	Breaker                   int
 	Refused, Shed, Degraded   uint64
 	HasInvalidation, Tracking bool
+	InvalidationMode          int // 0 none, 1 tracking, 2 pubsub, 3 lifetime (l2.Mode)
 	InvalidationLosses        uint64
+	InvalidationRefusals      uint64
 	PublishFailures           uint64
 }
 

@@ -2,8 +2,9 @@
 // server on 127.0.0.1, on a port picked by the harness, in a temporary
 // directory, stopped when the test ends. It also builds clusters and
 // Sentinel deployments of such servers, and offers a fault-injecting TCP
-// proxy (Proxy) and a go-redis hook that holds one command (Hold). It is
-// test support, not public API.
+// proxy (Proxy), a go-redis hook that holds one command (Hold) and a RESP
+// fake (Fake) for reply shapes no redis-server configuration gives (the
+// errors of managed services). It is test support, not public API.
 //
 // redis-server must be on PATH (.ci/run installs Debian's package when it is
 // missing). Under `go test -short` tests that need it are skipped.
@@ -13,8 +14,8 @@
 //   - Skipping: Start, StartArgs, StartCluster, StartClusterReplicas,
 //     StartSentinel and StartSentinelN skip the test under -short before
 //     starting any process. Without -short, a redis-server missing from
-//     PATH fails the test; it is not skipped. StartProxy, NewHold and
-//     NewHoldBefore need no redis-server and do not skip.
+//     PATH fails the test; it is not skipped. StartProxy, StartFake,
+//     NewHold and NewHoldBefore need no redis-server and do not skip.
 //   - Ports: each server's port is one the kernel handed out on 127.0.0.1
 //     (listen on port 0, then close), and the harness hands no port out
 //     twice in one test process, so no other server it starts takes a
