@@ -108,8 +108,10 @@ func TestFallbackRequireTrackingFailsNew(t *testing.T) {
 	}
 }
 
-// 200 reads of a hot key spread over 10 lifetimes: one Redis read per
-// lifetime, the rest L1 hits.
+// 200 reads of a hot key spread over 10 lifetimes: the issue asks for at
+// least 190 L1 hits (one Redis read per lifetime); renewal in the
+// background (renew) keeps the key in L1, so only the first read misses:
+// at least 195 are required (without renewal 189-190 were measured).
 func TestFallbackHotKeyStaysInL1(t *testing.T) {
 	t.Parallel()
 	const life = 200 * time.Millisecond
@@ -130,8 +132,8 @@ func TestFallbackHotKeyStaysInL1(t *testing.T) {
 	}
 	hits := c.Stats().L1Hits - before
 	t.Logf("%d of 200 reads over %v were L1 hits", hits, 10*life)
-	if hits < 190 {
-		t.Fatalf("%d L1 hits, want at least 190", hits)
+	if hits < 195 {
+		t.Fatalf("%d L1 hits, want at least 195", hits)
 	}
 }
 

@@ -128,6 +128,11 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 	payload, err = c.open(ctx, s, key, stored)
 	if err == nil {
 		c.stats.l1Hits.Add(1)
+		if c.inv != nil {
+			if life := c.inv.l1cap.Load(); life > 0 { // the fallback's lifetime
+				c.renew(key, time.Duration(life))
+			}
+		}
 		return payload, true, nil
 	}
 	if notTheEntry(ctx, err) {

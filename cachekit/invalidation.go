@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,9 +37,12 @@ const DefaultFallbackL1Lifetime = time.Second
 // it in InvalidationStats.Mode and the cachekit.invalidation.mode metric,
 // and falls back: it subscribes to Channel and drops the keys other
 // Clients announce (mode "pubsub"; losing the subscription clears L1), and
-// keeps no L1 entry longer than FallbackL1Lifetime, the bound for writers
-// that do not announce. Where SUBSCRIBE is refused too, that lifetime is
-// the only bound (mode "lifetime"). It tries tracking again every 30 s.
+// keeps no L1 copy older than FallbackL1Lifetime, the bound for writers
+// that do not announce; a key read in the last quarter of its copy's
+// lifetime is read from Redis again in the background (once per key at a
+// time) and its copy renewed, so a hot key stays in L1. Where SUBSCRIBE is
+// refused too, that lifetime is the only bound (mode "lifetime"). It tries
+// tracking again every 30 s.
 type Invalidation struct {
 	// Channel is the pub/sub channel writes are announced on and the
 	// fallback listens to; Clients sharing keys must agree on it.
@@ -78,6 +82,42 @@ type invalidator struct {
 	// tracking mode, else the longest an L1 entry may live, in ns.
 	l1cap atomic.Int64
 	mode  atomic.Int32 // l2.Mode
+	// renewing holds the keys whose L1 lifetime a background read is
+	// renewing (renew); renewals counts those reads, which Close waits for.
+	renewing sync.Map
+	renewals sync.WaitGroup
+}
+
+// renew keeps a hot key in L1 under the fallback's lifetime: a hit in the
+// last quarter of its entry's lifetime reads the entry from Redis in the
+// background (one read per key at a time) and, once it authenticates,
+// gives the L1 copy a fresh lifetime through the ticket taken before the
+// read, as any backfill: a write, delete or announcement meanwhile wins,
+// and no copy is older than the lifetime. Without it a hot key misses once
+// per lifetime.
+func (c *Client) renew(key string, life time.Duration) {
+	if left, ok := c.l1.Remaining(key); !ok || left > life/4 {
+		return
+	}
+	if _, busy := c.inv.renewing.LoadOrStore(key, struct{}{}); busy || c.closed.Load() {
+		return
+	}
+	c.inv.renewals.Go(func() {
+		defer c.inv.renewing.Delete(key)
+		ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
+		defer cancel()
+		t := c.ticket(key)
+		var stored []byte
+		var ttl time.Duration
+		if c.redis(ctx, "get", 0, c.getCall(c.fullKey(key), true, &stored, &ttl)) != nil || ttl <= 0 {
+			return
+		}
+		s := getScratch()
+		if _, err := c.open(ctx, s, key, stored); err == nil {
+			c.admit(key, t, stored, ttl, false)
+		}
+		putScratch(s)
+	})
 }
 
 // heard returns the current mode; ModeNone when invalidation is off.
