@@ -49,18 +49,13 @@ func (r *reader) sliceField(elem *field, ptr unsafe.Pointer) bool {
 // field of kind k.
 func decodeSlice[T any](r *reader, k kind, ptr unsafe.Pointer) bool {
 	dst := (*[]T)(ptr)
-	c, ok := r.code()
+	n, isNil, ok := r.arrayHead()
 	if !ok {
 		return false
 	}
-	if c == cNil {
+	if isNil {
 		*dst = nil
 		return true
-	}
-	n, ok := r.arrayLen(c)
-	// Each element takes at least one byte.
-	if !ok || n > r.remaining() || n > sliceAllocLimit {
-		return false
 	}
 	s := *dst
 	switch {

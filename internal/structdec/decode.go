@@ -256,23 +256,31 @@ func (r *reader) bytesField(dst *[]byte) bool {
 	return true
 }
 
+// arrayHead reads an array's header: its length n, or isNil for msgpack's
+// nil. ok is false for any other code, and for a length the rest of the
+// data cannot hold (each element takes at least one byte) or past
+// sliceAllocLimit.
+func (r *reader) arrayHead() (n int, isNil, ok bool) {
+	c, ok := r.code()
+	if !ok {
+		return 0, false, false
+	}
+	if c == cNil {
+		return 0, true, true
+	}
+	n, ok = r.arrayLen(c)
+	return n, false, ok && n <= r.remaining() && n <= sliceAllocLimit
+}
+
 // stringsField decodes an array of strings (or nil, which leaves the field
 // alone) the way msgpack decodes a []string: the current backing array is
 // reused when its capacity suffices, a nil slice becomes a new one of
 // exactly the length, and a short one is grown by append over its full
 // capacity.
 func (r *reader) stringsField(dst *[]string) bool {
-	c, ok := r.code()
-	if !ok {
-		return false
-	}
-	if c == cNil {
-		return true
-	}
-	n, ok := r.arrayLen(c)
-	// Each element takes at least one byte.
-	if !ok || n > r.remaining() || n > sliceAllocLimit {
-		return false
+	n, isNil, ok := r.arrayHead()
+	if !ok || isNil {
+		return ok
 	}
 	cur := *dst
 	var ss []string
