@@ -113,7 +113,7 @@ func TestFallbackRequireTrackingFailsNew(t *testing.T) {
 // background (renew) keeps the key in L1, so only the first read misses:
 // at least 195 are required (without renewal 189-190 were measured).
 func TestFallbackHotKeyStaysInL1(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a timing bound, checked away from the package's load.
 	const life = 200 * time.Millisecond
 	_, rdb := refusingRedis(t, false)
 	c := newClient(t, fallbackOpts(rdb, life))
@@ -140,7 +140,7 @@ func TestFallbackHotKeyStaysInL1(t *testing.T) {
 // With a 60 s lifetime only the announcements can explain it: another
 // Client's Set and Delete reach this Client's L1 within 100 ms, 20 of 20.
 func TestFallbackPeerWritesReachL1(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a timing bound, checked away from the package's load.
 	_, rdb := refusingRedis(t, false)
 	a := newClient(t, fallbackOpts(rdb, time.Minute))
 	b := newClient(t, fallbackOpts(rdb, time.Minute))
@@ -192,7 +192,7 @@ func cached(t *testing.T, c *Client, key, want string) {
 
 // A raw DEL (no announcement) reaches L1 within the fallback lifetime.
 func TestFallbackRawDeleteWithinLifetime(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a timing bound, checked away from the package's load.
 	const life = 300 * time.Millisecond
 	_, rdb := refusingRedis(t, false)
 	c := newClient(t, fallbackOpts(rdb, life))
@@ -312,7 +312,7 @@ func TestFallbackRequireTrackingUnreachable(t *testing.T) {
 // On a Cluster whose nodes refuse tracking, one subscription (one node)
 // hears announcements of writes to keys on every master.
 func TestFallbackCluster(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a timing bound, checked away from the package's load.
 	cl := redistest.StartCluster(t, 3)
 	for _, addr := range cl.Masters() {
 		refuseTracking(t, addr, false)

@@ -73,7 +73,10 @@ func TestLinearizableCacheAsideShort(t *testing.T) {
 // the raw DEL by FallbackL1Lifetime, both set within δ). bench/ runs the
 // same check over 1,000.
 func TestLinearizableCacheAside(t *testing.T) {
-	t.Parallel()
+	// Not parallel with the package's other tests: δ is a timing bound,
+	// checked away from their load (its modes still run side by side). In
+	// the parallel phase under -race on 2 cores, 1 of 100 histories once
+	// saw an invalidation later than 50 ms.
 	modes := map[string]struct {
 		opts   Options
 		delta  time.Duration
