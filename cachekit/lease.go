@@ -94,7 +94,11 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			replace = l2.Digest(entry) // replace what cannot be opened
 			continue
 		case l2.LeaseHeld:
-			if !c.fleetWait || !time.Now().Before(giveUp) {
+			// Its holder renews it every third of LeaseTTL: one with less
+			// than half left is abandoned (a holder that could neither store
+			// nor release it), not waited out.
+			abandoned := left > 0 && left < c.leaseTTL/2
+			if !c.fleetWait || abandoned || !time.Now().Before(giveUp) {
 				if wake != nil {
 					c.leaseWaits.Remove(key, wake)
 				}

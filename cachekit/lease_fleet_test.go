@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // Six Clients missing one cold key at once run one load, and every caller
@@ -90,5 +92,37 @@ func TestFleetLongLoadRunsOnce(t *testing.T) {
 	wg.Wait()
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d loads, want 1", n)
+	}
+}
+
+// A lease nobody renews (its holder could neither store nor release it)
+// is not waited out: with less than half of LeaseTTL left the miss loads
+// at once, without storing over the lease; a lease renewed on time is
+// waited for.
+func TestFleetAbandonedLeaseNotWaitedOut(t *testing.T) {
+	t.Parallel()
+	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), FleetSingleFlight: true,
+		LeaseTTL: 4 * time.Second, Invalidation: &Invalidation{}})
+	full := c.fullKey("k")
+	if err := rdb.Set(bg, full, l2.NewLease(), 1500*time.Millisecond).Err(); err != nil { // 1.5 s of 4 s left
+		t.Fatal(err)
+	}
+	start := time.Now()
+	v, err := GetOrLoad(bg, c, "k", func(context.Context) (string, error) { return "v", nil })
+	if took := time.Since(start); err != nil || v != "v" || took > 500*time.Millisecond {
+		t.Fatalf("GetOrLoad = %q, %v after %v; want v at once", v, err, took)
+	}
+	if got, _ := rdb.Get(bg, full).Bytes(); !l2.IsLease(got) {
+		t.Fatal("the value was stored over another's lease")
+	}
+	if err := rdb.Set(bg, full, l2.NewLease(), 3500*time.Millisecond).Err(); err != nil { // renewed on time
+		t.Fatal(err)
+	}
+	c.DeleteLocal("k")
+	go func() { time.Sleep(300 * time.Millisecond); rdb.Del(bg, full) }() // its holder releases it
+	start = time.Now()
+	v, err = GetOrLoad(bg, c, "k", func(context.Context) (string, error) { return "w", nil })
+	if took := time.Since(start); err != nil || v != "w" || took < 250*time.Millisecond {
+		t.Fatalf("GetOrLoad = %q, %v after %v; want w after the lease was released", v, err, took)
 	}
 }

@@ -48,7 +48,9 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // lease lives Options.LeaseTTL and is renewed while the loader runs; a
 // loader error deletes it at once. A miss that finds another Client's
 // lease waits for that load's result with Options.FleetSingleFlight
-// (Production and Secure), or else loads without storing. A miss that
+// (Production and Secure), or else loads without storing; so does a miss
+// that finds a lease with less than half of LeaseTTL left, which its
+// holder (renewing every third of it) has abandoned. A miss that
 // finds an entry stored meanwhile returns it. Costs: one round trip more
 // than a plain store on a miss (the lease), none on a hit.
 //
