@@ -348,3 +348,38 @@ func TestFallbackCluster(t *testing.T) {
 		t.Fatalf("%d subscriptions on the masters, want one per Client", subs)
 	}
 }
+
+// A renewal (renew) whose Redis read is overtaken by another Client's
+// write does not bring the old value back into L1: the read is held after
+// Redis answered it with the old bytes, the peer's Set is announced and
+// drops the copy, and the released renewal must not admit what it read.
+func TestFallbackRenewalLosesToAWrite(t *testing.T) {
+	// Not parallel: a timing bound, checked away from the package's load.
+	const life = time.Second
+	_, rdb := refusingRedis(t, false)
+	a := newClient(t, fallbackOpts(rdb, life))
+	b := newClient(t, fallbackOpts(rdb, life))
+	mustSet(t, a, "k", "old")
+	cached(t, a, "k", "old")
+	h := redistest.NewHold("getrange", a.fullKey("k"))
+	rdb.AddHook(h)
+	defer h.Release()
+	time.Sleep(life * 8 / 10) // the copy is in the last quarter of its lifetime
+	if v, err := Get[string](bg, a, "k"); err != nil || v != "old" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	select {
+	case <-h.Held(): // the renewal read "old" and waits
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewal was sent")
+	}
+	mustSet(t, b, "k", "new")
+	if !within(time.Second, func() bool { _, ok := a.l1.Get("k"); return !ok }) {
+		t.Fatal("the peer's announcement did not drop the copy")
+	}
+	h.Release()
+	a.inv.renewals.Wait()
+	if v, err := Get[string](bg, a, "k"); err != nil || v != "new" {
+		t.Fatalf("Get after the renewal = %q, %v; want new", v, err)
+	}
+}
