@@ -126,3 +126,24 @@ func TestFleetAbandonedLeaseNotWaitedOut(t *testing.T) {
 		t.Fatalf("GetOrLoad = %q, %v after %v; want w after the lease was released", v, err, took)
 	}
 }
+
+// MGetOrLoad's store of what its loader returned runs under the
+// reliability stack's bounds: against a Redis stopped (SIGSTOP) while the
+// loader ran, the call returns the loaded values within the stack's
+// OperationTimeout (400 ms by default), not after go-redis's own read
+// timeout (4 s here, sized for the largest value).
+func TestMGetOrLoadStoreIsBounded(t *testing.T) {
+	t.Parallel()
+	srv, _ := withRedis(t)
+	c := newClient(t, Options{RedisURL: srv.URL(), Encryption: encConfig(""), Reliability: &Reliability{}})
+	defer srv.Resume()
+	start := time.Now()
+	got, err := MGetOrLoad(bg, c, []string{"a", "b"}, func(_ context.Context, keys []string) (map[string]string, error) {
+		srv.Pause() // the leases are planted; the store finds Redis stopped
+		start = time.Now()
+		return map[string]string{"a": "1", "b": "2"}, nil
+	})
+	if took := time.Since(start); err != nil || got["a"] != "1" || got["b"] != "2" || took > time.Second {
+		t.Fatalf("MGetOrLoad = %v, %v; the store took %v, want at most 1s", got, err, took)
+	}
+}
