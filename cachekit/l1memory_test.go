@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/l1"
 )
 
@@ -24,10 +25,8 @@ import (
 
 // heapInuse returns HeapInuse and HeapAlloc after a full collection.
 func heapInuse() (inuse, alloc int64) {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse), int64(m.HeapAlloc)
+	alloc, inuse = testenv.HeapAfterGC()
+	return inuse, alloc
 }
 
 // memCase is one client shape of the matrix.

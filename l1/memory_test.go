@@ -7,15 +7,12 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
 
 // liveHeap returns HeapAlloc and HeapInuse after a full collection.
-func liveHeap() (alloc, inuse int64) {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc), int64(m.HeapInuse)
-}
+var liveHeap = testenv.HeapAfterGC
 
 // fill stores n entries of vlen-byte values under fresh keys, then waits
 // for ristretto's verdicts.

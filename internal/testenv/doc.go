@@ -1,9 +1,11 @@
-// Package testenv holds facts about the test binary for this module's tests.
+// Package testenv holds facts about the test binary for this module's
+// tests, and the heap measurement their memory tests share.
 //
 // # Invariants
 //
 //   - RaceEnabled is true exactly when the binary was built with -race:
 //     race_on.go (//go:build race) and race_off.go (//go:build !race) each
 //     define it, and exactly one of them is compiled.
-//   - The package holds constants only: importing it runs no code.
+//   - Importing it runs no code: it holds a constant and HeapAfterGC,
+//     which collects fully before it reads the heap statistics.
 package testenv
