@@ -236,7 +236,7 @@ func (c *Client) closeParts() error {
 	c.rel.Stop()
 	if c.inv != nil && c.inv.co != nil {
 		_ = c.inv.co.Close()
-		c.inv.renewals.Wait()
+		c.inv.stopRenewals()
 	}
 	if c.swr != nil {
 		c.swr.Wait()

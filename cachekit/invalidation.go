@@ -83,9 +83,13 @@ type invalidator struct {
 	l1cap atomic.Int64
 	mode  atomic.Int32 // l2.Mode
 	// renewing holds the keys whose L1 lifetime a background read is
-	// renewing (renew); renewals counts those reads, which Close waits for.
+	// renewing (renew); renewals counts those reads, which stopRenewals
+	// waits for. stopped (under mu) refuses new ones from then on, so no
+	// read is added while Close waits or starts after it.
 	renewing sync.Map
 	renewals sync.WaitGroup
+	mu       sync.Mutex
+	stopped  bool
 }
 
 // renew keeps a hot key in L1 under the fallback's lifetime: a hit in the
@@ -99,7 +103,12 @@ func (c *Client) renew(key string, life time.Duration) {
 	if left, ok := c.l1.Remaining(key); !ok || left > life/4 {
 		return
 	}
-	if _, busy := c.inv.renewing.LoadOrStore(key, struct{}{}); busy || c.closed.Load() {
+	if _, busy := c.inv.renewing.LoadOrStore(key, struct{}{}); busy {
+		return
+	}
+	c.inv.mu.Lock()
+	defer c.inv.mu.Unlock()
+	if c.inv.stopped {
 		return
 	}
 	c.inv.renewals.Go(func() {
@@ -118,6 +127,14 @@ func (c *Client) renew(key string, life time.Duration) {
 		}
 		putScratch(s)
 	})
+}
+
+// stopRenewals refuses new renewals and waits for those running (Close).
+func (inv *invalidator) stopRenewals() {
+	inv.mu.Lock()
+	inv.stopped = true
+	inv.mu.Unlock()
+	inv.renewals.Wait()
 }
 
 // heard returns the current mode; ModeNone when invalidation is off.
