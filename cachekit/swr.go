@@ -97,7 +97,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
 	stop := context.AfterFunc(c.bg, cancel)
-	c.swr.Go(func() {
+	started := c.swr.Go(func() {
 		defer stop()
 		defer cancel()
 		err := c.refresh(rctx, key, ttl, ver, served, load)
@@ -107,6 +107,11 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 			c.warn("SWR refresh failed; serving the stale entry until it expires", key, err)
 		}
 	})
+	if !started { // Close is waiting: give the claim back
+		stop()
+		cancel()
+		c.swr.Done(key, c.now(), false)
+	}
 }
 
 // refresh runs the loader and stores its value: L2 first, only if Redis

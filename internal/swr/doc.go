@@ -10,6 +10,8 @@
 //   - A key is due only while it has not expired: an expired entry is never
 //     served stale, whatever this package remembers.
 //   - A failed refresh delays the key's next one by RetryAfter.
+//   - Once Wait was called, Go starts no refresh: none begins while Close
+//     waits, or after it.
 //   - Memory is bounded: at most MaxTracked keys are remembered; past it,
 //     expired keys are dropped, and new keys are not tracked while the
 //     table is full of live ones.

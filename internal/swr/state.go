@@ -33,6 +33,7 @@ type State struct {
 	mu         sync.Mutex
 	meta       map[string]meta
 	refreshing map[string]struct{}
+	stopped    bool // Wait was called: Go starts nothing more
 
 	wg              sync.WaitGroup
 	started, failed atomic.Uint64
@@ -159,17 +160,26 @@ func (w *State) Done(key string, now time.Time, failed bool) {
 	<-w.slots
 }
 
-// Go runs refresh in its own goroutine, counted so that Wait waits for it.
-func (w *State) Go(refresh func()) {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		refresh()
-	}()
+// Go runs refresh in its own goroutine, counted so that Wait waits for it,
+// and reports whether it did: once Wait was called it starts nothing.
+func (w *State) Go(refresh func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return false
+	}
+	w.wg.Go(refresh)
+	return true
 }
 
-// Wait waits for every refresh Go started.
-func (w *State) Wait() { w.wg.Wait() }
+// Wait stops Go from starting refreshes and waits for every refresh it
+// started.
+func (w *State) Wait() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.wg.Wait()
+}
 
 // Stats counts refreshes started, failed, and skipped because every slot
 // was busy.

@@ -91,3 +91,18 @@ func TestTrackedBound(t *testing.T) {
 		t.Fatalf("expired keys not dropped: %d tracked", len(w.meta))
 	}
 }
+
+// TestGoAfterWait: once Wait was called Go starts nothing (a refresh could
+// otherwise begin while Close waits, or after it).
+func TestGoAfterWait(t *testing.T) {
+	w := New(0.5, 0, 1)
+	ran := make(chan struct{}, 1)
+	if !w.Go(func() { ran <- struct{}{} }) {
+		t.Fatal("Go before Wait started nothing")
+	}
+	w.Wait()
+	<-ran
+	if w.Go(func() { t.Error("a refresh ran after Wait") }) {
+		t.Fatal("Go after Wait reported a start")
+	}
+}
