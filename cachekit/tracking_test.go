@@ -234,3 +234,43 @@ func TestTrackingHitRatio95Read5Write(t *testing.T) {
 		}
 	}
 }
+
+// KeyPrefix shards invalidation: each Client tracks BCAST PREFIX
+// <KeyPrefix>, so Redis sends a Client the writes under its own prefix and
+// no others. Clients with disjoint prefixes ("shard-a:", "shard-b:") hear
+// none of each other's writes (not even as messages they then drop); a
+// Client whose prefix is a prefix of both ("shard-") hears them all.
+func TestTrackingPrefixShards(t *testing.T) {
+	t.Parallel()
+	srv, raw := withRedis(t)
+	shard := func(prefix string) *Client {
+		o := Production()
+		o.RedisURL, o.KeyPrefix = srv.URL(), prefix
+		c := newClient(t, o)
+		waitWithin(t, 2*time.Second, func() bool { return c.InvalidationStats().Tracking })
+		return c
+	}
+	a, b, both := shard("shard-a:"), shard("shard-b:"), shard("shard-")
+	const writes = 50
+	for i := range writes {
+		if err := raw.Set(bg, fmt.Sprintf("shard-a:%d", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Redis sends each connection its messages in order: once b has the
+	// write under its own prefix, any message of the writes before it has
+	// arrived too.
+	if err := raw.Set(bg, "shard-b:fence", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 2*time.Second, func() bool {
+		return b.InvalidationStats().Applied >= 1 && a.InvalidationStats().Applied >= writes &&
+			both.InvalidationStats().Applied >= writes+1
+	})
+	if st := b.InvalidationStats(); st.Received != 1 || st.Applied != 1 {
+		t.Errorf("shard-b: received %d messages, applied %d keys; want 1 and 1 (its own key only)", st.Received, st.Applied)
+	}
+	if st := a.InvalidationStats(); st.Applied != writes {
+		t.Errorf("shard-a: applied %d keys, want %d", st.Applied, writes)
+	}
+}
