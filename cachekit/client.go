@@ -127,7 +127,7 @@ func New(opts Options) (*Client, error) {
 func (c *Client) build(opts Options) error {
 	c.digest = digesterFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
-	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
+	c.flights.Missing, c.flights.Panic = ErrNotFound, flight.Panicked
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
 		c.inv = newInvalidator(opts.Invalidation)

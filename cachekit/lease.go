@@ -17,6 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
@@ -137,7 +138,6 @@ func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
 // l2.Fill, then L1 as a Set does. A loader error gives the key back at once.
 func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
 	stop := c.keepLease(ctx, full, lease)
-	c.stats.loads.Add(1)
 	started := time.Now()
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	stop()
@@ -150,11 +150,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 	}
 	if err != nil {
 		c.releaseLease(ctx, full, lease)
-		if _, isLoader := err.(*loaderError); isLoader {
-			c.stats.loadErrors.Add(1)
-			return nil, err
-		}
-		if errors.Is(err, ErrClosed) {
+		if _, isLoader := err.(*flight.LoaderError); isLoader || errors.Is(err, ErrClosed) {
 			return nil, err
 		}
 		c.warn("GetOrLoad could not store the loaded value", key, err)
@@ -201,11 +197,9 @@ type leased struct {
 // under FailOpen with Redis failing, or while another Client holds the
 // key's lease and this one does not wait for it.
 func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
-	c.stats.loads.Add(1)
 	started := time.Now()
 	v, _, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
 	return leased{v: v, at: started}, nil
@@ -290,7 +284,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		heldFulls, heldLeases = append(heldFulls, fulls[i]), append(heldLeases, leases[i])
 	}
 	stop := c.keepLeases(ctx, heldFulls, heldLeases)
-	c.stats.loads.Add(1)
 	started := time.Now()
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
 	stop()
@@ -300,7 +293,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		}
 	}
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		release(mine)
 		return nil, err
 	}

@@ -3,12 +3,12 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -63,7 +63,7 @@ func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpGetOrLoad, key, 1)
 	v, r, err := getOrLoad(ctx, c, key, ttl, load)
-	err, r.LoaderFailed = unwrapLoader(err)
+	err, r.LoaderFailed = flight.Unmark(err)
 	c.obs.End(ctx, oc, r, err)
 	return v, err
 }
@@ -167,10 +167,8 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 			return v, nil
 		}
 	}
-	c.stats.loads.Add(1)
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
 	if c.swr != nil {
@@ -185,12 +183,6 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	return v, nil
 }
 
-// ttlOverride is where OverrideTTL leaves a loader's TTL; the loader's ctx
-// carries it.
-type ttlOverride struct{ ttl atomic.Int64 }
-
-type ttlOverrideKey struct{}
-
 // OverrideTTL, called from a GetOrLoad, GetOrLoadTTL or MGetOrLoad loader
 // with the ctx the loader was given, makes the value the loader returns be
 // cached for ttl instead of the TTL the call was given (as rueidisaside's
@@ -203,32 +195,27 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 	if _, err := normalizeTTL(ttl); err != nil {
 		return err
 	}
-	if o, ok := ctx.Value(ttlOverrideKey{}).(*ttlOverride); ok {
-		o.ttl.Store(int64(ttl))
-	}
+	flight.OverrideTTL(ctx, ttl)
 	return nil
 }
 
-// runLoader runs load with a ctx that OverrideTTL can reach, in the
-// loader's span, and returns its value with the TTL to store it for: ttl,
-// or the loader's override. Its error is marked as the loader's (see
-// loaderError).
+// runLoader runs load (flight.Load: OverrideTTL can reach its ctx, its
+// error is marked as the loader's) in the loader's span, counted in
+// Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
+// with the TTL to store it for: ttl, or the loader's override.
 func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
+	c.stats.loads.Add(1)
 	ctx, done := c.obs.StartLoad(ctx, isNotFound)
 	defer func() {
 		if r := recover(); r != nil {
-			done(errLoaderPanic(r))
+			done(flight.Panicked(r))
 			panic(r) // the caller recovers it as before
 		}
 		done(err)
 	}()
-	o := new(ttlOverride)
-	v, err = load(context.WithValue(ctx, ttlOverrideKey{}, o))
-	if d := time.Duration(o.ttl.Load()); d != 0 {
-		ttl = d
-	}
+	v, ttl, err = flight.Load(ctx, load, ttl)
 	if err != nil {
-		err = &loaderError{err}
+		c.stats.loadErrors.Add(1)
 	}
 	return v, ttl, err
 }

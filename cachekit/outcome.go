@@ -8,7 +8,6 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -176,34 +175,6 @@ func (c *Client) snapshot() observe.Snapshot {
 		st.InvalidationLosses, st.PublishFailures, st.InvalidationRefusals = is.Losses, is.PublishFailures, is.Refusals
 	}
 	return st
-}
-
-// loaderError marks an error as the loader's own on its way to the
-// operation that ran the loader, which unwraps it (see unwrapLoader) and
-// reports error.type "loader".
-type loaderError struct{ err error }
-
-func (e *loaderError) Error() string { return e.err.Error() }
-func (e *loaderError) Unwrap() error { return e.err }
-
-// unwrapLoader returns err without its loaderError mark, and whether it
-// had one. A nil err costs nothing (errors.As would allocate its target).
-func unwrapLoader(err error) (error, bool) {
-	if err == nil {
-		return nil, false
-	}
-	var le *loaderError
-	if errors.As(err, &le) {
-		return le.err, true
-	}
-	return err, false
-}
-
-// errLoaderPanic is the error a recovered loader panic becomes, marked as
-// the loader's (error.type "loader"). The panic value may hold data: only
-// its type is named.
-func errLoaderPanic(r any) error {
-	return &loaderError{fmt.Errorf("cachekit: loader panicked (%T)", r)}
 }
 
 // isNotFound reports whether err matches ErrNotFound.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
@@ -123,16 +124,14 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = errLoaderPanic(r)
+			err = flight.Panicked(r)
 		}
 	}()
 	if served == nil {
 		return nil // the entry left L1 before it could be read back: nothing to compare
 	}
-	c.stats.loads.Add(1)
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return err
 	}
 	ttl, err = normalizeTTL(ttl)
