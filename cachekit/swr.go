@@ -32,21 +32,9 @@ type SWR struct {
 	MaxRefreshes int
 }
 
-// SWR defaults.
-const (
-	defaultSWRRatio        = 0.5
-	defaultSWRJitter       = 0.1
-	defaultSWRMaxRefreshes = 10
-)
-
 func (w *SWR) validate() error {
-	switch {
-	case w.Ratio < 0 || w.Ratio >= 1:
-		return configErr("SWR.Ratio must be within [0, 1)")
-	case w.Jitter < 0 || w.Jitter > 0.5:
-		return configErr("SWR.Jitter must be within [0, 0.5]")
-	case w.MaxRefreshes < 0:
-		return configErr("SWR.MaxRefreshes is negative")
+	if err := swr.Config(*w).Validate(); err != nil {
+		return configErr("SWR." + err.Error())
 	}
 	return nil
 }
@@ -169,15 +157,5 @@ func newSWR(o *SWR) *swr.State {
 	if o == nil {
 		return nil
 	}
-	ratio, jitter, n := o.Ratio, o.Jitter, o.MaxRefreshes
-	if ratio == 0 {
-		ratio = defaultSWRRatio
-	}
-	if jitter == 0 {
-		jitter = defaultSWRJitter
-	}
-	if n == 0 {
-		n = defaultSWRMaxRefreshes
-	}
-	return swr.New(ratio, jitter, n)
+	return swr.Config(*o).NewState()
 }
