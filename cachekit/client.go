@@ -72,7 +72,7 @@ type Client struct {
 	lastWarn   atomic.Int64
 	flights    flight.Group
 	leaseWaits flight.Waiters
-	stats      counters
+	stats      observe.Counters
 }
 
 // New builds a Client from opts, which it does not modify. With encryption
@@ -171,7 +171,7 @@ func (c *Client) build(opts Options) error {
 		c.ownsRedis = true
 	}
 	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
-		Digest: c.keyDigest, Classify: outcomeOf, Snapshot: c.snapshot})
+		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot})
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		}
 		if err != nil {
 			rerr := c.readErr(ctx, key, err)
-			if out, _ := outcomeOf(rerr); out == observe.Degraded {
+			if out, _ := errClasses.Outcome(rerr); out == observe.Degraded {
 				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
 			}
 			return nil, rerr
@@ -107,7 +107,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			}
 			if !waited {
 				waited = true
-				c.stats.leaseWaits.Add(1)
+				c.stats.LeaseWaits.Add(1)
 				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
 			if err := c.leaseWaits.Await(ctx, key, wake, c.leaseWait(wait, left)); err != nil {
@@ -173,7 +173,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		}
 		c.warn("GetOrLoad could not store the loaded value", key, err)
 	case !filled:
-		c.stats.leaseLost.Add(1) // a write came first: it stays
+		c.stats.LeasesLost.Add(1) // a write came first: it stays
 		return leased{v: v, at: started}, nil
 	default:
 		c.accepted(key, t, stored, ttl, true)
@@ -352,11 +352,11 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 				return nil, ferrs[j]
 			}
 			if err == nil {
-				c.stats.l2Errors.Add(1)
+				c.stats.L2Errors.Add(1)
 			}
 			c.warn("MGetOrLoad could not store the loaded values", keys[i], ferrs[j])
 		case !done[j]:
-			c.stats.leaseLost.Add(1)
+			c.stats.LeasesLost.Add(1)
 		default:
 			res[keys[i]] = leased{v: vals[keys[i]], at: fillAt}
 			c.accepted(keys[i], fillTickets[j], items[j].Value, ttl, false) // batches are not refreshed

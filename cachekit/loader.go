@@ -204,7 +204,7 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 // Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
 // with the TTL to store it for: ttl, or the loader's override.
 func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
-	c.stats.loads.Add(1)
+	c.stats.Loads.Add(1)
 	ctx, done := c.obs.StartLoad(ctx, isNotFound)
 	defer func() {
 		if r := recover(); r != nil {
@@ -215,7 +215,7 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 	}()
 	v, ttl, err = flight.Load(ctx, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
+		c.stats.LoadErrors.Add(1)
 	}
 	return v, ttl, err
 }

@@ -34,7 +34,7 @@ func (c *Client) warn(msg, key string, err error) {
 	if key != "" {
 		attrs = append(attrs, slog.String("key_digest", c.keyDigest(key)))
 	}
-	attrs = append(attrs, observe.ErrorAttrs(err, classify(err))...)
+	attrs = append(attrs, observe.ErrorAttrs(err, errClasses.Class(err))...)
 	c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg, attrs...)
 }
 

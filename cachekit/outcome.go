@@ -26,7 +26,7 @@ import (
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	err := c.rel.DoSized(ctx, op, n, fn)
 	if err != nil && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
-		c.stats.l2Errors.Add(1)
+		c.stats.L2Errors.Add(1)
 	}
 	return err
 }
@@ -35,11 +35,11 @@ func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Co
 // miss (ErrNotFound), a degraded miss under FailOpen, or the Redis error.
 func (c *Client) readErr(ctx context.Context, key string, err error) error {
 	if errors.Is(err, l2.ErrNotFound) {
-		c.stats.l2Misses.Add(1)
+		c.stats.L2Misses.Add(1)
 		return ErrNotFound
 	}
 	if c.degradable(ctx, err) {
-		c.stats.degraded.Add(1)
+		c.stats.Degraded.Add(1)
 		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
 		return &MissError{Err: err}
 	}
@@ -50,7 +50,7 @@ func (c *Client) readErr(ctx context.Context, key string, err error) error {
 // when FailOpen absorbs it (outcome degraded), else the Redis error.
 func (c *Client) writeFailed(ctx context.Context, key string, err error) (observe.Result, error) {
 	if c.degradable(ctx, err) {
-		c.stats.degraded.Add(1)
+		c.stats.Degraded.Add(1)
 		c.warn("redis write failed; absorbed (fail-open)", key, err)
 		return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
 	}
@@ -98,60 +98,23 @@ func (c *Client) degradable(ctx context.Context, err error) bool {
 	return errors.As(err, &be)
 }
 
-// outcomeOf tells the observer how a failed operation ended: a miss, a
-// read FailOpen degraded, or an error of some class.
-func outcomeOf(err error) (observe.Outcome, observe.Class) {
-	var me *MissError
-	switch {
-	case errors.As(err, &me):
-		return observe.Degraded, observe.NoClass
-	case errors.Is(err, ErrNotFound):
-		return observe.Miss, observe.NoClass
-	}
-	return observe.Failed, classify(err)
-}
+// errClasses tells the observer, and the warnings, what the Client's own
+// errors mean: the observer classes every other error itself.
+var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError,
+	Invalid: []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
 
-// classify names err's class: what a caller would branch on. A loader's
-// error is class Loader only when the operation says so
-// (Result.LoaderFailed), since the loader's error reaches the caller as it
-// is.
-func classify(err error) observe.Class {
-	var be *BackendError
-	var fe *FormatError
-	var pe *ProviderError
-	switch {
-	case errors.Is(err, context.Canceled):
-		return observe.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return observe.Deadline
-	case errors.Is(err, ErrClosed):
-		return observe.Closed
-	case errors.Is(err, ErrCircuitOpen):
-		return observe.CircuitOpen
-	case errors.Is(err, ErrOverloaded):
-		return observe.Overloaded
-	case errors.Is(err, ErrWrongType):
-		return observe.WrongType
-	case errors.As(err, &be):
-		return observe.Redis
-	case errors.Is(err, ErrAuthFailed):
-		return observe.Auth
-	case errors.Is(err, ErrInvalidDestination), errors.Is(err, ErrInvalidTTL), errors.Is(err, ErrValueTooLarge),
-		errors.Is(err, ErrNotBytes), errors.Is(err, errEmptyKey):
-		return observe.Invalid
-	case errors.As(err, &fe):
-		return observe.Format
-	case errors.As(err, &pe):
-		return observe.Provider
-	}
-	return observe.Other
+// isMissError reports a read FailOpen turned into a miss (*MissError).
+func isMissError(err error) bool {
+	var me *MissError
+	return errors.As(err, &me)
 }
 
 // openFailed counts an entry of tier that failed to open, in Stats, the
 // decrypt-failure metric and an event on the operation's span.
 func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
-	c.stats.openFailures(tier).Add(1)
-	c.obs.OpenFailed(ctx, observe.TierNamed(string(tier)), err)
+	t := observe.TierNamed(string(tier))
+	c.stats.OpenFailures(t).Add(1)
+	c.obs.OpenFailed(ctx, t, err)
 }
 
 // snapshot is what the observer's gauges report.

@@ -145,7 +145,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		return err
 	}
 	if !swapped {
-		c.stats.leaseLost.Add(1) // a write came first: it stays
+		c.stats.LeasesLost.Add(1) // a write came first: it stays
 		return nil
 	}
 	c.accepted(key, t, stored, ttl, true)

@@ -166,7 +166,7 @@ func (c *Client) admit(key string, t ticket, stored []byte, ttl time.Duration, w
 		if c.l1.Set(key, stored, ttl) {
 			return true
 		}
-		c.stats.l1Rejected.Add(1)
+		c.stats.L1Rejected.Add(1)
 		return false
 	}
 	if t.life > 0 {
@@ -176,7 +176,7 @@ func (c *Client) admit(key string, t ticket, stored []byte, ttl time.Duration, w
 		return true
 	}
 	if writer {
-		c.stats.l1Rejected.Add(1)
+		c.stats.L1Rejected.Add(1)
 		c.dropL1(key)
 	}
 	return false

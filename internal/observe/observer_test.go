@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 var bg = context.Background()
@@ -57,7 +59,7 @@ func TestSpanAndMetric(t *testing.T) {
 		Tracer:   sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
 		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 		Digest:   func(string) string { return "digest" },
-		Classify: func(error) (Outcome, Class) { return Failed, Redis },
+		Errors:   &Errors{Degraded: func(error) bool { return false }},
 		Snapshot: func() Snapshot { return Snapshot{} },
 	})
 	if err != nil {
@@ -67,7 +69,7 @@ func TestSpanAndMetric(t *testing.T) {
 	ctx, oc := o.Begin(bg, OpGetBytes, "secret-key", 1)
 	o.End(ctx, oc, Result{Tier: L1, Size: 3}, nil)
 	ctx, oc = o.Begin(bg, OpSet, "secret-key", 1)
-	o.End(ctx, oc, Result{Tier: L2}, errors.New("down"))
+	o.End(ctx, oc, Result{Tier: L2}, &l2.BackendError{Op: "set", Err: errors.New("down")})
 	spans := rec.Ended()
 	if len(spans) != 2 || spans[0].Name() != "cachekit.GetBytes" || spans[1].Name() != "cachekit.Set" {
 		t.Fatalf("spans %v", spans)
@@ -110,5 +112,42 @@ func TestSpanAndMetric(t *testing.T) {
 	}
 	if points == 0 {
 		t.Fatal("no operation.duration point for the get hit")
+	}
+}
+
+// TestErrorsClassAndOutcome: the owner's sentinels and the errors of the
+// packages below it each get their class, in the order that decides a
+// wrapped mix (the caller's context before a Redis failure); a degraded
+// read and a miss are outcomes, not classes.
+func TestErrorsClassAndOutcome(t *testing.T) {
+	notFound, closed, invalid := errors.New("nf"), errors.New("closed"), errors.New("bad input")
+	degraded := errors.New("degraded")
+	e := &Errors{NotFound: notFound, Closed: closed, Invalid: []error{invalid},
+		Degraded: func(err error) bool { return errors.Is(err, degraded) }}
+	backend := &l2.BackendError{Op: "get", Err: errors.New("down")}
+	for _, c := range []struct {
+		err  error
+		want Class
+	}{
+		{context.Canceled, Canceled},
+		{&l2.BackendError{Op: "get", Err: context.DeadlineExceeded}, Deadline},
+		{closed, Closed},
+		{l2.ErrWrongType, WrongType},
+		{backend, Redis},
+		{invalid, Invalid},
+		{errors.New("else"), Other},
+	} {
+		if got := e.Class(c.err); got != c.want {
+			t.Errorf("Class(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if out, class := e.Outcome(errors.Join(degraded, notFound)); out != Degraded || class != NoClass {
+		t.Errorf("degraded read: %v %v", out, class)
+	}
+	if out, class := e.Outcome(notFound); out != Miss || class != NoClass {
+		t.Errorf("miss: %v %v", out, class)
+	}
+	if out, class := e.Outcome(backend); out != Failed || class != Redis {
+		t.Errorf("failure: %v %v", out, class)
 	}
 }
