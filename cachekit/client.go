@@ -11,6 +11,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/coherence"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/names"
@@ -62,7 +63,7 @@ type Client struct {
 
 	rel *guard.Guard      // nil: reliability off
 	swr *swr.State        // nil: SWR off
-	inv *invalidator      // nil: invalidation off
+	inv *coherence.State  // nil: invalidation off
 	obs *observe.Observer // nil: neither spans nor metrics
 	bg  context.Context   // cancelled by Close: background work stops
 	// stopBG cancels bg.
@@ -183,8 +184,8 @@ func (c *Client) build(opts Options) error {
 		if !c.ownsRedis {
 			c.l2.CheckDriver(c.log, c.rel.Retries())
 		}
-		if c.inv != nil && c.inv.announce {
-			c.l2.AnnounceWrites(c.inv.channel)
+		if c.inv != nil && c.inv.Announce {
+			c.l2.AnnounceWrites(c.inv.Channel)
 		}
 	}
 	if err := c.checkMarker(opts.WarnNameKeyMismatch); err != nil {
@@ -234,9 +235,9 @@ func (c *Client) closeParts() error {
 		c.stopBG()
 	}
 	c.rel.Stop()
-	if c.inv != nil && c.inv.co != nil {
-		_ = c.inv.co.Close()
-		c.inv.stopRenewals()
+	if c.inv != nil && c.inv.Co != nil {
+		_ = c.inv.Co.Close()
+		c.inv.Stop()
 	}
 	if c.swr != nil {
 		c.swr.Wait()

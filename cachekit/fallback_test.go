@@ -386,7 +386,7 @@ func TestFallbackRenewalLosesToAWrite(t *testing.T) {
 		t.Fatal("the peer's announcement did not drop the copy")
 	}
 	h.Release()
-	a.inv.renewals.Wait()
+	a.inv.WaitRenewals()
 	if v, err := Get[string](bg, a, "k"); err != nil || v != "new" {
 		t.Fatalf("Get after the renewal = %q, %v; want new", v, err)
 	}

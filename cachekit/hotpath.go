@@ -129,7 +129,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 	if err == nil {
 		c.stats.L1Hits.Add(1)
 		if c.inv != nil {
-			if life := c.inv.l1cap.Load(); life > 0 { // the fallback's lifetime
+			if life := c.inv.L1Cap(); life > 0 { // the fallback's lifetime
 				c.renew(key, time.Duration(life))
 			}
 		}

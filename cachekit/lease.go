@@ -124,7 +124,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 // the key's invalidation: wait (the backoff) without invalidation, at most
 // leaseRecheck with it, never past the lease's remaining time left.
 func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
-	if m := c.inv.heard(); m == l2.ModeTracking || m == l2.ModePubSub {
+	if m := c.inv.Heard(); m == l2.ModeTracking || m == l2.ModePubSub {
 		wait = leaseRecheck
 	}
 	if left > 0 {

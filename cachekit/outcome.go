@@ -62,7 +62,7 @@ func (c *Client) writeFailed(ctx context.Context, key string, err error) (observ
 // the writes again. A failure is counted and warned about, never returned:
 // the values are stored.
 func (c *Client) publish(ctx context.Context, after string, keys ...string) {
-	if c.inv == nil || !c.inv.announce || len(keys) == 0 {
+	if c.inv == nil || !c.inv.Announce || len(keys) == 0 {
 		return
 	}
 	full := make([]string, len(keys))
@@ -134,7 +134,7 @@ func (c *Client) snapshot() observe.Snapshot {
 	}
 	if c.inv != nil {
 		is := c.InvalidationStats()
-		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.heard())
+		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.Heard())
 		st.InvalidationLosses, st.PublishFailures, st.InvalidationRefusals = is.Losses, is.PublishFailures, is.Refusals
 	}
 	return st

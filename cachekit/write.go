@@ -151,7 +151,7 @@ func (c *Client) ticket(key string) ticket {
 	}
 	t := ticket{ver: c.l1.Version(key), at: c.now(), ok: true}
 	if c.inv != nil {
-		lim := c.inv.l1cap.Load()
+		lim := c.inv.L1Cap()
 		t.ok, t.life = lim >= 0, time.Duration(lim)
 	}
 	return t
