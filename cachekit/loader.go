@@ -7,10 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
-	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -221,45 +219,18 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 }
 
 // lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL), the
-// family's convention for keys other SDKs read. When another instance
-// holds it, it polls the cache (via probe) until the lock would have
-// expired; found reports that the other instance's value arrived. When the
-// lock is taken, unlock releases it; on a lock error it is a no-op.
+// family's convention for keys other SDKs read, or waits for its holder's
+// value by polling the cache (via probe) until the lock would have
+// expired; found reports that the value arrived (l2.Store.LockOrWait).
+// When the lock is taken, unlock releases it; otherwise it is a no-op.
 func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
-	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
-	var ok bool
-	err := c.rel.Do(ctx, "lock", func(ctx context.Context) error {
-		var err error
-		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL) // a retry finds its own token
-		return err
-	})
+	unlock, found, err := c.l2.LockOrWait(ctx, c.fullKey(key)+":lock", c.leaseTTL, c.rel.AttemptTimeout(), c.now, c.rel.Do,
+		func() { c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis")) },
+		func() (ok bool) { v, ok = probe(); return ok })
 	if err != nil {
 		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
-		return noop, nil, false
 	}
-	if ok {
-		return func() {
-			// The load is over (or cancelled): release within one
-			// attempt's bound; the lease expires anyway.
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
-			defer cancel()
-			_ = c.rel.Do(uctx, "unlock", func(ctx context.Context) error {
-				_, err := c.l2.Unlock(ctx, lockKey, token)
-				return err
-			})
-		}, nil, false
-	}
-	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
-	deadline := c.now().Add(c.leaseTTL)
-	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
-		if !ctxwait.Sleep(ctx, wait) {
-			return noop, nil, false
-		}
-		if v, ok := probe(); ok {
-			return noop, v, true
-		}
-	}
-	return noop, nil, false
+	return unlock, v, found
 }
 
 // normalizeTTL applies the protocol's TTL rules.
