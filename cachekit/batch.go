@@ -135,12 +135,10 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	var unread map[int]bool // keys of a cluster's failed slots
 	if err != nil {
 		c.stats.L2Errors.Add(1)
-		if !c.degradable(ctx, err) {
+		// FailOpen: what Redis did not answer for is a miss.
+		if !c.absorbed(ctx, "redis read failed; MGet degraded to misses", "", err) {
 			return nil, err
 		}
-		// FailOpen: what Redis did not answer for is a miss.
-		c.stats.Degraded.Add(1)
-		c.warn("redis read failed; MGet degraded to misses", "", err)
 		absorbed = err
 		var pe *l2.PartialError
 		if !errors.As(err, &pe) || vals == nil {

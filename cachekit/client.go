@@ -70,7 +70,7 @@ type Client struct {
 	stopBG context.CancelFunc
 
 	closed     atomic.Bool
-	lastWarn   atomic.Int64
+	lastWarn   observe.Limiter
 	flights    flight.Group
 	leaseWaits flight.Waiters
 	stats      observe.Counters
@@ -126,7 +126,7 @@ func New(opts Options) (*Client, error) {
 
 // build makes c's parts from opts; on an error New releases what it made.
 func (c *Client) build(opts Options) error {
-	c.digest = digesterFor(opts.Encryption)
+	c.digest = observe.DigesterFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
 	c.flights.Missing, c.flights.Panic = ErrNotFound, flight.Panicked
 	c.swr = newSWR(opts.SWR)

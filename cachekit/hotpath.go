@@ -150,9 +150,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 // nothing wrote, deleted or invalidated key since t was taken. Get, MGet
 // and GetOrLoad all read Redis entries through here.
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
-	var payload []byte
-	var err error
-	payload, err = c.open(ctx, s, key, stored)
+	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
 		if notTheEntry(ctx, err) {
 			return nil, err

@@ -77,15 +77,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		}
 		switch state {
 		case l2.LeaseFoundEntry:
-			var v T
-			s := getScratch()
-			payload, err := c.fromL2(ctx, s, key, entry, left, t)
-			if err == nil {
-				if derr := c.decode(payload, &v); derr != nil {
-					err = &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: derr}
-				}
-			}
-			putScratch(s)
+			v, err := openFound[T](ctx, c, key, entry, left, t)
 			if err == nil {
 				return leased{v: v, at: at}, nil
 			}
@@ -120,6 +112,21 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	return holdAndLoad(ctx, c, key, full, lease, ttl, load)
 }
 
+// openFound opens and decodes the entry a lease script found under key
+// (with its remaining TTL left), backfilling L1 through t as a Get does.
+func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, left time.Duration, t ticket) (T, error) {
+	var v T
+	s := getScratch()
+	defer putScratch(s)
+	payload, err := c.fromL2(ctx, s, key, entry, left, t)
+	if err == nil {
+		if derr := c.decode(payload, &v); derr != nil {
+			err = &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: derr}
+		}
+	}
+	return v, err
+}
+
 // leaseWait is how long a look at a key under another's lease waits for
 // the key's invalidation: wait (the backoff) without invalidation, at most
 // leaseRecheck with it, never past the lease's remaining time left.
@@ -137,7 +144,7 @@ func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
 // every LeaseTTL/3), then stores the value while the lease holds: L2 by
 // l2.Fill, then L1 as a Set does. A loader error gives the key back at once.
 func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
-	stop := c.keepLease(ctx, full, lease)
+	stop := c.keepLeases(ctx, []string{full}, []string{lease})
 	started := time.Now()
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	stop()
@@ -205,14 +212,10 @@ func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Conte
 	return leased{v: v, at: started}, nil
 }
 
-// keepLease renews lease every LeaseTTL/3 until stop is called (which
-// waits for the renewer to end), so a load longer than the lease stays the
-// only one. A renewal that finds the lease gone changes nothing.
-func (c *Client) keepLease(ctx context.Context, full, lease string) (stop func()) {
-	return c.keepLeases(ctx, []string{full}, []string{lease})
-}
-
-// keepLeases is keepLease for several keys, renewed one after the other.
+// keepLeases renews each lease on its key (fulls[i], leases[i]), one after
+// the other, every LeaseTTL/3 until stop is called (which waits for the
+// renewer to end) or Close, so a load longer than the lease stays the only
+// one. A renewal that finds its lease gone changes nothing.
 func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop func()) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(c.bg, cancel) // Close ends it too
@@ -247,26 +250,15 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	if err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
 		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
 		return errors.Join(errs...)
-	}); err != nil && errs == nil { // refused before any attempt
-		states, entries, lefts = make([]l2.LeaseState, len(keys)), make([][]byte, len(keys)), make([]time.Duration, len(keys))
-		errs = make([]error, len(keys))
-		for i := range errs {
-			errs[i] = err
-		}
+	}); err != nil && errs == nil { // refused before any attempt: every key loads, unleased
+		errs = slices.Repeat([]error{err}, len(keys))
 	}
 	res := make(map[string]any, len(keys))
 	var load []string
 	var mine []int // indexes of keys whose lease this call holds
 	for i, k := range keys {
 		if errs[i] == nil && states[i] == l2.LeaseFoundEntry {
-			var v T
-			s := getScratch()
-			payload, err := c.fromL2(ctx, s, k, entries[i], lefts[i], tickets[i])
-			if err == nil {
-				err = c.decode(payload, &v)
-			}
-			putScratch(s)
-			if err == nil {
+			if v, err := openFound[T](ctx, c, k, entries[i], lefts[i], tickets[i]); err == nil {
 				res[k] = leased{v: v, at: acquireAt}
 				continue
 			}

@@ -38,9 +38,7 @@ func (c *Client) readErr(ctx context.Context, key string, err error) error {
 		c.stats.L2Misses.Add(1)
 		return ErrNotFound
 	}
-	if c.degradable(ctx, err) {
-		c.stats.Degraded.Add(1)
-		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
+	if c.absorbed(ctx, "redis read failed; treated as a miss (fail-open)", key, err) {
 		return &MissError{Err: err}
 	}
 	return err
@@ -49,9 +47,7 @@ func (c *Client) readErr(ctx context.Context, key string, err error) error {
 // writeFailed turns a failed Redis write into what the caller sees: nil
 // when FailOpen absorbs it (outcome degraded), else the Redis error.
 func (c *Client) writeFailed(ctx context.Context, key string, err error) (observe.Result, error) {
-	if c.degradable(ctx, err) {
-		c.stats.Degraded.Add(1)
-		c.warn("redis write failed; absorbed (fail-open)", key, err)
+	if c.absorbed(ctx, "redis write failed; absorbed (fail-open)", key, err) {
 		return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
 	}
 	return observe.Result{Tier: observe.L2}, err
@@ -83,6 +79,18 @@ func (c *Client) publishFailed(after string, keys []string, err error) {
 		key = keys[0]
 	}
 	c.warn("invalidation not published after "+after, key, err)
+}
+
+// absorbed reports whether FailOpen absorbs err, a failed L2 call of
+// key's (degradable), and then counts it in ReliabilityStats.Degraded and
+// warns msg. Reads (readErr, MGet) and writes (writeFailed) decide here.
+func (c *Client) absorbed(ctx context.Context, msg, key string, err error) bool {
+	if !c.degradable(ctx, err) {
+		return false
+	}
+	c.stats.Degraded.Add(1)
+	c.warn(msg, key, err)
+	return true
 }
 
 // degradable reports whether a failed L2 call may be degraded under

@@ -251,11 +251,10 @@ func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) 
 	})
 }
 
-// RawSwap is one compare-and-set for Raw.Swap.
-type RawSwap struct {
-	Key      string // the stored key, without Options.KeyPrefix (as Scan reports it)
-	Old, New []byte // the stored bytes expected, and their replacement
-}
+// RawSwap is one compare-and-set for Raw.Swap: its Key is the stored key,
+// without Options.KeyPrefix (as Scan reports it), Old and New the stored
+// bytes expected and their replacement.
+type RawSwap = l2.Swap
 
 // Swap replaces stored bytes: for each item, key's value becomes New,
 // keeping its remaining TTL, only while key still holds exactly Old (one
@@ -277,11 +276,7 @@ func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []err
 		}
 		return done, errs
 	}
-	swaps := make([]l2.Swap, len(items))
-	for i, it := range items {
-		swaps[i] = l2.Swap{Key: c.prefix + it.Key, Old: it.Old, New: it.New}
-	}
-	done, errs = c.l2.SwapMany(ctx, swaps)
+	done, errs = c.l2.SwapMany(ctx, c.prefix, items)
 	var swapped []string
 	for i, ok := range done {
 		if ok {

@@ -82,7 +82,7 @@ func TestSwapManyCluster(t *testing.T) {
 	if err := rdb.RPush(bg, "k:1", "now a list").Err(); err != nil {
 		t.Fatal(err)
 	}
-	done, errs := s.SwapMany(bg, items)
+	done, errs := s.SwapMany(bg, "", items)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("item %d: %v", i, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -12,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -149,5 +151,36 @@ func TestErrorsClassAndOutcome(t *testing.T) {
 	}
 	if out, class := e.Outcome(backend); out != Failed || class != Redis {
 		t.Errorf("failure: %v %v", out, class)
+	}
+}
+
+// TestLimiterOnePerInterval: the first event passes, the next only once
+// the interval has passed since the last that passed.
+func TestLimiterOnePerInterval(t *testing.T) {
+	var l Limiter
+	t0 := time.Unix(1000, 0)
+	for i, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{0, true}, {time.Second, false}, {10 * time.Second, true}, {15 * time.Second, false}, {20 * time.Second, true}} {
+		if got := l.Allow(t0.Add(c.at), 10*time.Second); got != c.want {
+			t.Fatalf("event %d at +%v: Allow = %v, want %v", i, c.at, got, c.want)
+		}
+	}
+}
+
+// TestDigesterFor: a static master key gives every process the same
+// digests (the default tenant when none is set); a KeyProvider or no
+// encryption a random key.
+func TestDigesterFor(t *testing.T) {
+	key := make([]byte, 32)
+	a := DigesterFor(&encryption.Config{MasterKey: key})
+	b := DigesterFor(&encryption.Config{MasterKey: key, Tenant: encryption.DefaultTenant})
+	if a.Digest("k") != b.Digest("k") {
+		t.Fatal("the same key and tenant gave different digests")
+	}
+	r := DigesterFor(nil)
+	if r.Digest("k") == a.Digest("k") {
+		t.Fatal("no encryption digested with the master key's digest key")
 	}
 }
