@@ -3,11 +3,11 @@ package l1
 import (
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
@@ -154,23 +154,12 @@ func TestRewriteReadersSeeWholeValues(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 1 << 20})
 	long, short := value(1, 100), value(2, 60) // one size class apart: rewrites
 	c.Set("k", long, time.Hour)
-	var wg sync.WaitGroup
 	var torn atomic.Int64
-	stop := make(chan struct{})
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if got, ok := c.Get("k"); !ok || (string(got) != string(long) && string(got) != string(short)) {
-					torn.Add(1)
-				}
-			}
-		})
-	}
+	stop := testenv.Spin(2, func() {
+		if got, ok := c.Get("k"); !ok || (string(got) != string(long) && string(got) != string(short)) {
+			torn.Add(1)
+		}
+	})
 	for i := range 20000 {
 		v := long
 		if i%2 == 0 {
@@ -178,8 +167,7 @@ func TestRewriteReadersSeeWholeValues(t *testing.T) {
 		}
 		c.Set("k", v, time.Hour)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if c.Stats().Rewrites < 20000 {
 		t.Fatalf("%d rewrites: the test needs every Set to rewrite", c.Stats().Rewrites)
 	}
