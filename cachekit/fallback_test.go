@@ -60,6 +60,14 @@ func fallbackOpts(rdb redis.UniversalClient, life time.Duration) Options {
 		Invalidation: &Invalidation{FallbackL1Lifetime: life}}
 }
 
+// fallbackClient is a Client of fallbackOpts on a private Redis that
+// refuses tracking (but not SUBSCRIBE), and that Redis.
+func fallbackClient(t *testing.T, life time.Duration) (*Client, redis.UniversalClient) {
+	t.Helper()
+	_, rdb := refusingRedis(t, false)
+	return newClient(t, fallbackOpts(rdb, life)), rdb
+}
+
 // New finds the refusal within its bound, says so once in the log (what
 // it means, what to do; no key), and InvalidationStats names the fallback.
 func TestFallbackRefusalReported(t *testing.T) {
@@ -115,8 +123,7 @@ func TestFallbackRequireTrackingFailsNew(t *testing.T) {
 func TestFallbackHotKeyStaysInL1(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
 	const life = 200 * time.Millisecond
-	_, rdb := refusingRedis(t, false)
-	c := newClient(t, fallbackOpts(rdb, life))
+	c, _ := fallbackClient(t, life)
 	mustSet(t, c, "hot", "v")
 	c.dropL1("hot") // count from the first read
 	before := c.Stats().L1Hits
@@ -141,8 +148,7 @@ func TestFallbackHotKeyStaysInL1(t *testing.T) {
 // Client's Set and Delete reach this Client's L1 within 100 ms, 20 of 20.
 func TestFallbackPeerWritesReachL1(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
-	_, rdb := refusingRedis(t, false)
-	a := newClient(t, fallbackOpts(rdb, time.Minute))
+	a, rdb := fallbackClient(t, time.Minute)
 	b := newClient(t, fallbackOpts(rdb, time.Minute))
 	var worst time.Duration
 	for i := range 20 {
@@ -194,8 +200,7 @@ func cached(t *testing.T, c *Client, key, want string) {
 func TestFallbackRawDeleteWithinLifetime(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
 	const life = 300 * time.Millisecond
-	_, rdb := refusingRedis(t, false)
-	c := newClient(t, fallbackOpts(rdb, life))
+	c, rdb := fallbackClient(t, life)
 	mustSet(t, c, "k", "v")
 	cached(t, c, "k", "v")
 	start := time.Now()
@@ -364,8 +369,7 @@ func TestFallbackCluster(t *testing.T) {
 func TestFallbackRenewalLosesToAWrite(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
 	const life = time.Second
-	_, rdb := refusingRedis(t, false)
-	a := newClient(t, fallbackOpts(rdb, life))
+	a, rdb := fallbackClient(t, life)
 	b := newClient(t, fallbackOpts(rdb, life))
 	mustSet(t, a, "k", "old")
 	cached(t, a, "k", "old")
