@@ -81,12 +81,12 @@ func TestRewriteCarriesItsOwnTTL(t *testing.T) {
 	if got := c.Stats().Rewrites; got != 2 {
 		t.Fatalf("Rewrites = %d, want 2; the test needs both", got)
 	}
-	clk.Advance(time.Minute - time.Nanosecond)
+	clk.Add(time.Minute - time.Nanosecond)
 	mustGet(t, c, "short", vs)
-	clk.Advance(time.Nanosecond)
+	clk.Add(time.Nanosecond)
 	mustMiss(t, c, "short")
 	mustGet(t, c, "long", vl)
-	clk.Advance(59 * time.Minute)
+	clk.Add(59 * time.Minute)
 	mustMiss(t, c, "long")
 }
 
@@ -143,7 +143,7 @@ func TestHugeTTLDoesNotWrap(t *testing.T) {
 	if !c.Set("k", v, time.Duration(math.MaxInt64)) {
 		t.Fatal("Set returned false")
 	}
-	clk.Advance(100 * 365 * 24 * time.Hour)
+	clk.Add(100 * 365 * 24 * time.Hour)
 	mustGet(t, c, "k", v)
 }
 

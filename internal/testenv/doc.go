@@ -1,6 +1,7 @@
 // Package testenv holds facts about the test binary for this module's
-// tests, the heap measurement their memory tests share, and the
-// background load their race tests share (Spin).
+// tests, the heap measurement their memory tests share, the background
+// load their race tests share (Spin), and the settable clock their
+// injected clocks share (Clock).
 //
 // # Invariants
 //
