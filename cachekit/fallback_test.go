@@ -68,14 +68,22 @@ func fallbackClient(t *testing.T, life time.Duration) (*Client, redis.UniversalC
 	return newClient(t, fallbackOpts(rdb, life)), rdb
 }
 
+// refusedOpts is fallbackOpts (no lifetime set) on a private Redis that
+// refuses tracking, and SUBSCRIBE too with noSubscribe, logging to logs.
+func refusedOpts(t *testing.T, noSubscribe bool, logs *capture) Options {
+	t.Helper()
+	_, rdb := refusingRedis(t, noSubscribe)
+	opts := fallbackOpts(rdb, 0)
+	opts.Logger = logs.logger()
+	return opts
+}
+
 // New finds the refusal within its bound, says so once in the log (what
 // it means, what to do; no key), and InvalidationStats names the fallback.
 func TestFallbackRefusalReported(t *testing.T) {
 	t.Parallel()
-	_, rdb := refusingRedis(t, false)
 	var logs capture
-	opts := fallbackOpts(rdb, 0)
-	opts.Logger = logs.logger()
+	opts := refusedOpts(t, false, &logs)
 	start := time.Now()
 	c := newClient(t, opts)
 	took := time.Since(start)
@@ -102,10 +110,8 @@ func TestFallbackRefusalReported(t *testing.T) {
 // RequireTracking makes New fail with ErrConfig on a refusal.
 func TestFallbackRequireTrackingFailsNew(t *testing.T) {
 	t.Parallel()
-	_, rdb := refusingRedis(t, false)
-	opts := fallbackOpts(rdb, 0)
+	opts := refusedOpts(t, false, &capture{})
 	opts.Invalidation.RequireTracking = true
-	opts.Logger = (&capture{}).logger()
 	c, err := New(opts)
 	if err == nil {
 		_ = c.Close()
@@ -219,10 +225,8 @@ func TestFallbackRawDeleteWithinLifetime(t *testing.T) {
 // Without channel rights the lifetime is the only bound, reported as such.
 func TestFallbackSubscribeRefused(t *testing.T) {
 	t.Parallel()
-	_, rdb := refusingRedis(t, true)
 	var logs capture
-	opts := fallbackOpts(rdb, 0)
-	opts.Logger = logs.logger()
+	opts := refusedOpts(t, true, &logs)
 	c := newClient(t, opts)
 	st := c.InvalidationStats()
 	if st.Mode != "lifetime" || st.Refusals < 2 {
