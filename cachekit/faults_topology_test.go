@@ -11,6 +11,25 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
+// beforeFault builds mode's preset Client on a client() of the topology
+// and a raw one beside it, writes the pre-fault keys, waits for their
+// replication and for traffic under load, and enters the load's "during"
+// phase; it also returns ReliabilityStats.Degraded before the fault.
+func beforeFault(t *testing.T, mode string, client func() redis.UniversalClient, replicated func(testing.TB)) (*Client, redis.UniversalClient, *faultLoad, uint64) {
+	t.Helper()
+	opts := presetFor(t, mode)
+	opts.Redis = client()
+	raw := client()
+	c := newClient(t, opts)
+	writePre(t, c, preKeys)
+	replicated(t)
+	load := startLoad(c, 4, nil)
+	load.await(t, preTraffic, "traffic before the fault")
+	degraded := c.ReliabilityStats().Degraded
+	load.setPhase("during")
+	return c, raw, load, degraded
+}
+
 // recoverTopology is the acceptance bound for a Cluster master kill and a
 // Sentinel failover.
 const recoverTopology = 10 * time.Second
@@ -58,16 +77,7 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := redistest.StartClusterReplicas(t, 3, 1)
-			opts := presetFor(t, mode)
-			opts.Redis = clusterClient(t, cl)
-			raw := clusterClient(t, cl)
-			c := newClient(t, opts)
-			writePre(t, c, preKeys)
-			cl.WaitReplicated(t)
-			load := startLoad(c, 4, nil)
-			load.await(t, preTraffic, "traffic before the fault")
-			degraded := c.ReliabilityStats().Degraded
-			load.setPhase("during")
+			c, raw, load, degraded := beforeFault(t, mode, func() redis.UniversalClient { return clusterClient(t, cl) }, cl.WaitReplicated)
 			slot := cl.Slot(t, "pre:0")
 			victim := cl.MasterOf(slot)
 			cl.KillNode(t, victim)
@@ -153,16 +163,7 @@ func TestFaultsSentinelFailover(t *testing.T) {
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			sen := redistest.StartSentinelN(t, 3)
-			opts := presetFor(t, mode)
-			opts.Redis = failoverClient(t, sen)
-			raw := failoverClient(t, sen)
-			c := newClient(t, opts)
-			writePre(t, c, preKeys)
-			sen.WaitReplicated(t)
-			load := startLoad(c, 4, nil)
-			load.await(t, preTraffic, "traffic before the fault")
-			degraded := c.ReliabilityStats().Degraded
-			load.setPhase("during")
+			c, raw, load, degraded := beforeFault(t, mode, func() redis.UniversalClient { return failoverClient(t, sen) }, sen.WaitReplicated)
 			sen.KillMaster(t)
 			killed := time.Now()
 			rec := recoverWithin(t, c, raw, "probe", recoverTopology)
