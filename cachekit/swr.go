@@ -33,8 +33,8 @@ type SWR struct {
 }
 
 func (w *SWR) validate() error {
-	if err := swr.Config(*w).Validate(); err != nil {
-		return configErr("SWR." + err.Error())
+	if field, why := swr.Config(*w).Invalid(); field != "" {
+		return configErr("SWR." + field + " " + why)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package swr
 
 import (
 	"cmp"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -57,17 +56,18 @@ const (
 	DefaultMaxRefreshes = 10
 )
 
-// Validate reports a field out of its range (the message names the field).
-func (c Config) Validate() error {
+// Invalid names the first field out of its range and why; "" when every
+// field is in range.
+func (c Config) Invalid() (field, why string) {
 	switch {
 	case c.Ratio < 0 || c.Ratio >= 1:
-		return errors.New("Ratio must be within [0, 1)")
+		return "Ratio", "must be within [0, 1)"
 	case c.Jitter < 0 || c.Jitter > 0.5:
-		return errors.New("Jitter must be within [0, 0.5]")
+		return "Jitter", "must be within [0, 0.5]"
 	case c.MaxRefreshes < 0:
-		return errors.New("MaxRefreshes is negative")
+		return "MaxRefreshes", "is negative"
 	}
-	return nil
+	return "", ""
 }
 
 // NewState returns the State of c, its zero fields taking their defaults.

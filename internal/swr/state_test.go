@@ -107,16 +107,16 @@ func TestGoAfterWait(t *testing.T) {
 	}
 }
 
-// TestConfigValidateAndDefaults: each field out of its range is named, and
+// TestConfigInvalidAndDefaults: each field out of its range is named, and
 // a zero field takes its documented default.
-func TestConfigValidateAndDefaults(t *testing.T) {
+func TestConfigInvalidAndDefaults(t *testing.T) {
 	for _, c := range []Config{{Ratio: 1}, {Ratio: -0.1}, {Jitter: 0.6}, {Jitter: -1}, {MaxRefreshes: -1}} {
-		if c.Validate() == nil {
+		if field, _ := c.Invalid(); field == "" {
 			t.Errorf("%+v validated", c)
 		}
 	}
-	if err := (Config{Ratio: 0.99, Jitter: 0.5}).Validate(); err != nil {
-		t.Fatal(err)
+	if field, why := (Config{Ratio: 0.99, Jitter: 0.5}).Invalid(); field != "" {
+		t.Fatal(field, why)
 	}
 	w := Config{}.NewState()
 	if w.ratio != 0.5 || w.jitter != 0.1 || cap(w.slots) != 10 {
