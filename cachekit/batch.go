@@ -134,13 +134,11 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	}
 	var unread map[int]bool // keys of a cluster's failed slots
 	if err != nil {
-		c.stats.l2Errors.Add(1)
-		if !c.degradable(ctx, err) {
+		c.stats.L2Errors.Add(1)
+		// FailOpen: what Redis did not answer for is a miss.
+		if !c.absorbed(ctx, "redis read failed; MGet degraded to misses", "", err) {
 			return nil, err
 		}
-		// FailOpen: what Redis did not answer for is a miss.
-		c.stats.degraded.Add(1)
-		c.warn("redis read failed; MGet degraded to misses", "", err)
 		absorbed = err
 		var pe *l2.PartialError
 		if !errors.As(err, &pe) || vals == nil {
@@ -155,7 +153,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 		key := misses[i]
 		if stored == nil {
 			if !unread[i] {
-				c.stats.l2Misses.Add(1)
+				c.stats.L2Misses.Add(1)
 			}
 			continue
 		}

@@ -29,67 +29,65 @@ func benchModes() []struct {
 	}
 }
 
-func BenchmarkGetL1Hit(b *testing.B) {
+// benchKinds runs fn as one sub-benchmark per mode, value kind ("bytes",
+// "struct") and size, with a new Client of the mode.
+func benchKinds(b *testing.B, fn func(b *testing.B, c *Client, kind string, n int)) {
 	for _, m := range benchModes() {
 		for _, kind := range []string{"bytes", "struct"} {
 			for _, sz := range benchSizes {
-				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) {
-					c := newClient(b, m.opts)
-					if kind == "bytes" {
-						if err := c.SetWithTTL(bg, "k", fixture.NewBytes(sz.n), time.Hour); err != nil {
-							b.Fatal(err)
-						}
-						dst := make([]byte, 0, sz.n)
-						b.SetBytes(int64(sz.n))
-						b.ReportAllocs()
-						for b.Loop() {
-							var err error
-							if dst, err = c.AppendValue(bg, dst[:0], "k"); err != nil {
-								b.Fatal(err)
-							}
-						}
-						return
-					}
-					if err := c.SetWithTTL(bg, "k", fixture.NewRecord(sz.n), time.Hour); err != nil {
-						b.Fatal(err)
-					}
-					b.SetBytes(int64(sz.n))
-					b.ReportAllocs()
-					var v fixture.Record
-					for b.Loop() {
-						if err := c.Get(bg, "k", &v); err != nil {
-							b.Fatal(err)
-						}
-					}
-				})
+				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) { fn(b, newClient(b, m.opts), kind, sz.n) })
 			}
 		}
 	}
 }
 
-func BenchmarkSetL1Only(b *testing.B) {
-	for _, m := range benchModes() {
-		for _, kind := range []string{"bytes", "struct"} {
-			for _, sz := range benchSizes {
-				b.Run(m.name+"/"+kind+"/"+sz.name, func(b *testing.B) {
-					c := newClient(b, m.opts)
-					var v any = fixture.NewBytes(sz.n)
-					if kind == "struct" {
-						v = fixture.NewRecord(sz.n)
-					}
-					b.SetBytes(int64(sz.n))
-					b.ReportAllocs()
-					i := 0
-					for b.Loop() {
-						i++
-						if err := c.SetWithTTL(bg, "k"+fmt.Sprint(i&1023), v, time.Hour); err != nil {
-							b.Fatal(err)
-						}
-					}
-				})
+func BenchmarkGetL1Hit(b *testing.B) {
+	benchKinds(b, func(b *testing.B, c *Client, kind string, n int) {
+		if kind == "bytes" {
+			if err := c.SetWithTTL(bg, "k", fixture.NewBytes(n), time.Hour); err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]byte, 0, n)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if dst, err = c.AppendValue(bg, dst[:0], "k"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return
+		}
+		if err := c.SetWithTTL(bg, "k", fixture.NewRecord(n), time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(n))
+		b.ReportAllocs()
+		var v fixture.Record
+		for b.Loop() {
+			if err := c.Get(bg, "k", &v); err != nil {
+				b.Fatal(err)
 			}
 		}
-	}
+	})
+}
+
+func BenchmarkSetL1Only(b *testing.B) {
+	benchKinds(b, func(b *testing.B, c *Client, kind string, n int) {
+		var v any = fixture.NewBytes(n)
+		if kind == "struct" {
+			v = fixture.NewRecord(n)
+		}
+		b.SetBytes(int64(n))
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			if err := c.SetWithTTL(bg, "k"+fmt.Sprint(i&1023), v, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // The hot-path budget: an encrypted L1 hit of a []byte value appended into

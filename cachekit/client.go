@@ -11,6 +11,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/internal/coherence"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/names"
@@ -62,17 +63,17 @@ type Client struct {
 
 	rel *guard.Guard      // nil: reliability off
 	swr *swr.State        // nil: SWR off
-	inv *invalidator      // nil: invalidation off
+	inv *coherence.State  // nil: invalidation off
 	obs *observe.Observer // nil: neither spans nor metrics
 	bg  context.Context   // cancelled by Close: background work stops
 	// stopBG cancels bg.
 	stopBG context.CancelFunc
 
 	closed     atomic.Bool
-	lastWarn   atomic.Int64
+	lastWarn   observe.Limiter
 	flights    flight.Group
 	leaseWaits flight.Waiters
-	stats      counters
+	stats      observe.Counters
 }
 
 // New builds a Client from opts, which it does not modify. With encryption
@@ -125,9 +126,9 @@ func New(opts Options) (*Client, error) {
 
 // build makes c's parts from opts; on an error New releases what it made.
 func (c *Client) build(opts Options) error {
-	c.digest = digesterFor(opts.Encryption)
+	c.digest = observe.DigesterFor(opts.Encryption)
 	c.bg, c.stopBG = context.WithCancel(context.Background())
-	c.flights.Missing, c.flights.Panic = ErrNotFound, errLoaderPanic
+	c.flights.Missing, c.flights.Panic = ErrNotFound, flight.Panicked
 	c.swr = newSWR(opts.SWR)
 	if opts.Invalidation != nil {
 		c.inv = newInvalidator(opts.Invalidation)
@@ -171,7 +172,7 @@ func (c *Client) build(opts Options) error {
 		c.ownsRedis = true
 	}
 	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
-		Digest: c.keyDigest, Classify: outcomeOf, Snapshot: c.snapshot})
+		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot})
 	if err != nil {
 		return err
 	}
@@ -183,8 +184,8 @@ func (c *Client) build(opts Options) error {
 		if !c.ownsRedis {
 			c.l2.CheckDriver(c.log, c.rel.Retries())
 		}
-		if c.inv != nil && c.inv.announce {
-			c.l2.AnnounceWrites(c.inv.channel)
+		if c.inv != nil && c.inv.Announce {
+			c.l2.AnnounceWrites(c.inv.Channel)
 		}
 	}
 	if err := c.checkMarker(opts.WarnNameKeyMismatch); err != nil {
@@ -234,9 +235,9 @@ func (c *Client) closeParts() error {
 		c.stopBG()
 	}
 	c.rel.Stop()
-	if c.inv != nil && c.inv.co != nil {
-		_ = c.inv.co.Close()
-		c.inv.stopRenewals()
+	if c.inv != nil && c.inv.Co != nil {
+		_ = c.inv.Co.Close()
+		c.inv.Stop()
 	}
 	if c.swr != nil {
 		c.swr.Wait()

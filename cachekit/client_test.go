@@ -10,6 +10,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
@@ -157,8 +158,8 @@ func TestBackfillBoundedByRemainingTTL(t *testing.T) {
 	}
 	// The reader's L1 expires entries by clk: the test moves it past the
 	// remaining Redis TTL instead of waiting for that TTL to run out.
-	clk := &fakeClock{t: time.Now()}
-	reader := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Clock: clk.now})
+	clk := testenv.NewClock(time.Now())
+	reader := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), Clock: clk.Now})
 	if _, err := Get[string](bg, reader, "bf"); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestBackfillBoundedByRemainingTTL(t *testing.T) {
 	if left, ok := reader.l1.Remaining("bf"); !ok || left > 1200*time.Millisecond {
 		t.Fatalf("the backfill holds the entry in L1 for %v (held %v), more than the 1.2s Redis has left", left, ok)
 	}
-	clk.add(1600 * time.Millisecond) // Redis's 1.2s have passed, the 2s of the write have not
+	clk.Add(1600 * time.Millisecond) // Redis's 1.2s have passed, the 2s of the write have not
 	before := reader.Stats()
 	v, err := Get[string](bg, reader, "bf") // Redis still holds it: its clock is real
 	if st := reader.Stats(); st.L1Hits != before.L1Hits {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
 
 // Read-your-write: two goroutines each Set then immediately Get their own
@@ -65,29 +67,16 @@ func TestConcurrentBackfillAndSet(t *testing.T) {
 	t.Parallel()
 	c, _ := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
 	const rounds = 300
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c.l1.Delete("hot") // keep readers on the backfill path
-				_, _ = Get[int](bg, c, "hot")
-			}
-		})
-	}
+	stop := testenv.Spin(2, func() {
+		c.l1.Delete("hot") // keep readers on the backfill path
+		_, _ = Get[int](bg, c, "hot")
+	})
+	defer stop()
 	for i := range rounds {
 		mustSet(t, c, "hot", i)
 		if v, err := Get[int](bg, c, "hot"); err != nil || v < i {
-			close(stop)
-			wg.Wait()
+			stop()
 			t.Fatalf("round %d: read %d, %v (older than the last Set)", i, v, err)
 		}
 	}
-	close(stop)
-	wg.Wait()
 }

@@ -60,14 +60,30 @@ func fallbackOpts(rdb redis.UniversalClient, life time.Duration) Options {
 		Invalidation: &Invalidation{FallbackL1Lifetime: life}}
 }
 
+// fallbackClient is a Client of fallbackOpts on a private Redis that
+// refuses tracking (but not SUBSCRIBE), and that Redis.
+func fallbackClient(t *testing.T, life time.Duration) (*Client, redis.UniversalClient) {
+	t.Helper()
+	_, rdb := refusingRedis(t, false)
+	return newClient(t, fallbackOpts(rdb, life)), rdb
+}
+
+// refusedOpts is fallbackOpts (no lifetime set) on a private Redis that
+// refuses tracking, and SUBSCRIBE too with noSubscribe, logging to logs.
+func refusedOpts(t *testing.T, noSubscribe bool, logs *capture) Options {
+	t.Helper()
+	_, rdb := refusingRedis(t, noSubscribe)
+	opts := fallbackOpts(rdb, 0)
+	opts.Logger = logs.logger()
+	return opts
+}
+
 // New finds the refusal within its bound, says so once in the log (what
 // it means, what to do; no key), and InvalidationStats names the fallback.
 func TestFallbackRefusalReported(t *testing.T) {
 	t.Parallel()
-	_, rdb := refusingRedis(t, false)
 	var logs capture
-	opts := fallbackOpts(rdb, 0)
-	opts.Logger = logs.logger()
+	opts := refusedOpts(t, false, &logs)
 	start := time.Now()
 	c := newClient(t, opts)
 	took := time.Since(start)
@@ -94,10 +110,8 @@ func TestFallbackRefusalReported(t *testing.T) {
 // RequireTracking makes New fail with ErrConfig on a refusal.
 func TestFallbackRequireTrackingFailsNew(t *testing.T) {
 	t.Parallel()
-	_, rdb := refusingRedis(t, false)
-	opts := fallbackOpts(rdb, 0)
+	opts := refusedOpts(t, false, &capture{})
 	opts.Invalidation.RequireTracking = true
-	opts.Logger = (&capture{}).logger()
 	c, err := New(opts)
 	if err == nil {
 		_ = c.Close()
@@ -115,8 +129,7 @@ func TestFallbackRequireTrackingFailsNew(t *testing.T) {
 func TestFallbackHotKeyStaysInL1(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
 	const life = 200 * time.Millisecond
-	_, rdb := refusingRedis(t, false)
-	c := newClient(t, fallbackOpts(rdb, life))
+	c, _ := fallbackClient(t, life)
 	mustSet(t, c, "hot", "v")
 	c.dropL1("hot") // count from the first read
 	before := c.Stats().L1Hits
@@ -141,8 +154,7 @@ func TestFallbackHotKeyStaysInL1(t *testing.T) {
 // Client's Set and Delete reach this Client's L1 within 100 ms, 20 of 20.
 func TestFallbackPeerWritesReachL1(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
-	_, rdb := refusingRedis(t, false)
-	a := newClient(t, fallbackOpts(rdb, time.Minute))
+	a, rdb := fallbackClient(t, time.Minute)
 	b := newClient(t, fallbackOpts(rdb, time.Minute))
 	var worst time.Duration
 	for i := range 20 {
@@ -194,8 +206,7 @@ func cached(t *testing.T, c *Client, key, want string) {
 func TestFallbackRawDeleteWithinLifetime(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
 	const life = 300 * time.Millisecond
-	_, rdb := refusingRedis(t, false)
-	c := newClient(t, fallbackOpts(rdb, life))
+	c, rdb := fallbackClient(t, life)
 	mustSet(t, c, "k", "v")
 	cached(t, c, "k", "v")
 	start := time.Now()
@@ -214,10 +225,8 @@ func TestFallbackRawDeleteWithinLifetime(t *testing.T) {
 // Without channel rights the lifetime is the only bound, reported as such.
 func TestFallbackSubscribeRefused(t *testing.T) {
 	t.Parallel()
-	_, rdb := refusingRedis(t, true)
 	var logs capture
-	opts := fallbackOpts(rdb, 0)
-	opts.Logger = logs.logger()
+	opts := refusedOpts(t, true, &logs)
 	c := newClient(t, opts)
 	st := c.InvalidationStats()
 	if st.Mode != "lifetime" || st.Refusals < 2 {
@@ -364,8 +373,7 @@ func TestFallbackCluster(t *testing.T) {
 func TestFallbackRenewalLosesToAWrite(t *testing.T) {
 	// Not parallel: a timing bound, checked away from the package's load.
 	const life = time.Second
-	_, rdb := refusingRedis(t, false)
-	a := newClient(t, fallbackOpts(rdb, life))
+	a, rdb := fallbackClient(t, life)
 	b := newClient(t, fallbackOpts(rdb, life))
 	mustSet(t, a, "k", "old")
 	cached(t, a, "k", "old")
@@ -386,7 +394,7 @@ func TestFallbackRenewalLosesToAWrite(t *testing.T) {
 		t.Fatal("the peer's announcement did not drop the copy")
 	}
 	h.Release()
-	a.inv.renewals.Wait()
+	a.inv.WaitRenewals()
 	if v, err := Get[string](bg, a, "k"); err != nil || v != "new" {
 		t.Fatalf("Get after the renewal = %q, %v; want new", v, err)
 	}

@@ -11,6 +11,40 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
+// topologyFault runs a topology fault under load against mode's preset
+// Client on a client() of the topology (and a raw one beside it): it writes
+// the pre-fault keys, waits for their replication and for traffic, runs
+// kill (which returns the key to probe for recovery), waits until that key
+// is served from Redis again within recoverTopology, and checks the load's
+// result (what, lost keys, degraded calls, latencies). It returns the
+// Client.
+func topologyFault(t *testing.T, mode, what string, client func() redis.UniversalClient, replicated func(testing.TB), kill func() (probe string)) *Client {
+	t.Helper()
+	opts := presetFor(t, mode)
+	opts.Redis = client()
+	raw := client()
+	c := newClient(t, opts)
+	writePre(t, c, preKeys)
+	replicated(t)
+	load := startLoad(c, 4, nil)
+	load.await(t, preTraffic, "traffic before the fault")
+	degraded := c.ReliabilityStats().Degraded
+	load.setPhase("during")
+	probe := kill()
+	killed := time.Now()
+	rec := recoverWithin(t, c, raw, probe, recoverTopology)
+	load.setPhase("after")
+	res := load.result(mode + ": " + what)
+	res.Degraded = c.ReliabilityStats().Degraded - degraded
+	res.Recover = time.Since(killed)
+	load.halt()
+	t.Logf("served from Redis %v after the kill (probe loop %v)", res.Recover, rec)
+	res.Total = preKeys
+	res.Lost = checkPre(t, c, preKeys)
+	checkFault(t, res, load, false)
+	return c
+}
+
 // recoverTopology is the acceptance bound for a Cluster master kill and a
 // Sentinel failover.
 const recoverTopology = 10 * time.Second
@@ -58,32 +92,13 @@ func TestFaultsClusterMasterKill(t *testing.T) {
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := redistest.StartClusterReplicas(t, 3, 1)
-			opts := presetFor(t, mode)
-			opts.Redis = clusterClient(t, cl)
-			raw := clusterClient(t, cl)
-			c := newClient(t, opts)
-			writePre(t, c, preKeys)
-			cl.WaitReplicated(t)
-			load := startLoad(c, 4, nil)
-			load.await(t, preTraffic, "traffic before the fault")
-			degraded := c.ReliabilityStats().Degraded
-			load.setPhase("during")
-			slot := cl.Slot(t, "pre:0")
-			victim := cl.MasterOf(slot)
-			cl.KillNode(t, victim)
-			killed := time.Now()
-			// The probe key shares pre:0's slot: it is served by the killed
-			// master until a replica takes over.
-			rec := recoverWithin(t, c, raw, "{pre:0}:probe", recoverTopology)
-			load.setPhase("after")
-			res := load.result(mode + ": cluster master kill")
-			res.Degraded = c.ReliabilityStats().Degraded - degraded
-			res.Recover = time.Since(killed)
-			load.halt()
-			t.Logf("served from Redis %v after the kill (probe loop %v)", res.Recover, rec)
-			res.Total = preKeys
-			res.Lost = checkPre(t, c, preKeys)
-			checkFault(t, res, load, false)
+			c := topologyFault(t, mode, "cluster master kill", func() redis.UniversalClient { return clusterClient(t, cl) }, cl.WaitReplicated,
+				func() string {
+					cl.KillNode(t, cl.MasterOf(cl.Slot(t, "pre:0")))
+					// The probe key shares pre:0's slot: it is served by the
+					// killed master until a replica takes over.
+					return "{pre:0}:probe"
+				})
 			noGoroutinesAfterClose(t, c)
 		})
 	}
@@ -153,28 +168,9 @@ func TestFaultsSentinelFailover(t *testing.T) {
 	for _, mode := range []string{"production", "secure"} {
 		t.Run(mode, func(t *testing.T) {
 			sen := redistest.StartSentinelN(t, 3)
-			opts := presetFor(t, mode)
-			opts.Redis = failoverClient(t, sen)
-			raw := failoverClient(t, sen)
-			c := newClient(t, opts)
-			writePre(t, c, preKeys)
-			sen.WaitReplicated(t)
-			load := startLoad(c, 4, nil)
-			load.await(t, preTraffic, "traffic before the fault")
-			degraded := c.ReliabilityStats().Degraded
-			load.setPhase("during")
-			sen.KillMaster(t)
-			killed := time.Now()
-			rec := recoverWithin(t, c, raw, "probe", recoverTopology)
-			load.setPhase("after")
-			res := load.result(mode + ": sentinel master kill")
-			res.Degraded = c.ReliabilityStats().Degraded - degraded
-			res.Recover = time.Since(killed)
-			load.halt()
-			t.Logf("served from Redis %v after the kill (probe loop %v); new master %s", res.Recover, rec, sen.MasterAddr(t))
-			res.Total = preKeys
-			res.Lost = checkPre(t, c, preKeys)
-			checkFault(t, res, load, false)
+			c := topologyFault(t, mode, "sentinel master kill", func() redis.UniversalClient { return failoverClient(t, sen) }, sen.WaitReplicated,
+				func() string { sen.KillMaster(t); return "probe" })
+			t.Logf("new master %s", sen.MasterAddr(t))
 			noGoroutinesAfterClose(t, c)
 		})
 	}

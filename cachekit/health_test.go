@@ -102,16 +102,23 @@ func TestBreakerClosesOnEvidence(t *testing.T) {
 	}
 }
 
+// parkedProberClient is a Client of opts on a private Redis, with a
+// breaker that neither reopens to callers nor probes in the background
+// for an hour: only Ping or tracking reconnecting can close it.
+func parkedProberClient(t *testing.T, opts Options) (*redistest.Server, *Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	opts.RedisURL = srv.URL()
+	opts.Reliability = &Reliability{BreakerOpenFor: time.Hour, BreakerProbeInterval: time.Hour}
+	return srv, newClient(t, opts)
+}
+
 // TestPingIsAHealthCheck: Ping reaches Redis even with the breaker open,
 // and its success closes the breaker; it is nil in L1-only mode and
 // ErrClosed after Close.
 func TestPingIsAHealthCheck(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	c := newClient(t, Options{
-		RedisURL:    srv.URL(),
-		Reliability: &Reliability{BreakerOpenFor: time.Hour, BreakerProbeInterval: time.Hour},
-	})
+	srv, c := parkedProberClient(t, Options{})
 	if err := c.Ping(bg); err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +152,7 @@ func TestPingIsAHealthCheck(t *testing.T) {
 // tracking reconnecting alone is evidence enough to close the breaker.
 func TestTrackingReconnectClosesBreaker(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	c := newClient(t, Options{
-		RedisURL:     srv.URL(),
-		L1MaxBytes:   1 << 20,
-		Invalidation: &Invalidation{},
-		Reliability:  &Reliability{BreakerOpenFor: time.Hour, BreakerProbeInterval: time.Hour},
-	})
+	srv, c := parkedProberClient(t, Options{L1MaxBytes: 1 << 20, Invalidation: &Invalidation{}})
 	waitWithin(t, 3*time.Second, func() bool { return c.InvalidationStats().Tracking })
 	srv.Stop()
 	openBreaker(t, c)

@@ -122,14 +122,14 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []byte, hit bool, err error) {
 	stored, ok := c.l1.Get(key)
 	if !ok {
-		c.stats.l1Misses.Add(1)
+		c.stats.L1Misses.Add(1)
 		return nil, false, nil
 	}
 	payload, err = c.open(ctx, s, key, stored)
 	if err == nil {
-		c.stats.l1Hits.Add(1)
+		c.stats.L1Hits.Add(1)
 		if c.inv != nil {
-			if life := c.inv.l1cap.Load(); life > 0 { // the fallback's lifetime
+			if life := c.inv.L1Cap(); life > 0 { // the fallback's lifetime
 				c.renew(key, time.Duration(life))
 			}
 		}
@@ -150,9 +150,7 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 // nothing wrote, deleted or invalidated key since t was taken. Get, MGet
 // and GetOrLoad all read Redis entries through here.
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
-	var payload []byte
-	var err error
-	payload, err = c.open(ctx, s, key, stored)
+	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
 		if notTheEntry(ctx, err) {
 			return nil, err
@@ -161,7 +159,7 @@ func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []by
 		c.warn("l2 entry failed to open", key, err)
 		return nil, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
 	}
-	c.stats.l2Hits.Add(1)
+	c.stats.L2Hits.Add(1)
 	if c.l1 != nil && ttl > 0 {
 		c.admit(key, t, stored, ttl, false)
 	}

@@ -3,11 +3,9 @@ package cachekit
 import (
 	"cmp"
 	"context"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/coherence"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -72,26 +70,6 @@ type Invalidation struct {
 // either way L1 stays unused until then.
 const trackingWait = time.Second
 
-type invalidator struct {
-	channel  string // writes are announced there (l2.Store.AnnounceWrites)
-	announce bool
-	lifetime time.Duration // the fallback's L1 lifetime
-	strict   bool          // Options.Invalidation.RequireTracking
-	co       *l2.Coherence
-	// l1cap is what a ticket reads: -1 while L1 may not be written, 0 in
-	// tracking mode, else the longest an L1 entry may live, in ns.
-	l1cap atomic.Int64
-	mode  atomic.Int32 // l2.Mode
-	// renewing holds the keys whose L1 lifetime a background read is
-	// renewing (renew); renewals counts those reads, which stopRenewals
-	// waits for. stopped (under mu) refuses new ones from then on, so no
-	// read is added while Close waits or starts after it.
-	renewing sync.Map
-	renewals sync.WaitGroup
-	mu       sync.Mutex
-	stopped  bool
-}
-
 // renew keeps a hot key in L1 under the fallback's lifetime: a hit in the
 // last quarter of its entry's lifetime reads the entry from Redis in the
 // background (one read per key at a time) and, once it authenticates,
@@ -103,16 +81,7 @@ func (c *Client) renew(key string, life time.Duration) {
 	if left, ok := c.l1.Remaining(key); !ok || left > life/4 {
 		return
 	}
-	if _, busy := c.inv.renewing.LoadOrStore(key, struct{}{}); busy {
-		return
-	}
-	c.inv.mu.Lock()
-	defer c.inv.mu.Unlock()
-	if c.inv.stopped {
-		return
-	}
-	c.inv.renewals.Go(func() {
-		defer c.inv.renewing.Delete(key)
+	c.inv.Renew(key, func() {
 		ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
 		defer cancel()
 		t := c.ticket(key)
@@ -129,27 +98,10 @@ func (c *Client) renew(key string, life time.Duration) {
 	})
 }
 
-// stopRenewals refuses new renewals and waits for those running (Close).
-func (inv *invalidator) stopRenewals() {
-	inv.mu.Lock()
-	inv.stopped = true
-	inv.mu.Unlock()
-	inv.renewals.Wait()
-}
-
-// heard returns the current mode; ModeNone when invalidation is off.
-func (inv *invalidator) heard() l2.Mode {
-	if inv == nil {
-		return l2.ModeNone
-	}
-	return l2.Mode(inv.mode.Load())
-}
-
-func newInvalidator(o *Invalidation) *invalidator {
-	inv := &invalidator{channel: cmp.Or(o.Channel, DefaultInvalidationChannel), announce: !o.NoAnnounce,
-		lifetime: cmp.Or(o.FallbackL1Lifetime, DefaultFallbackL1Lifetime), strict: o.RequireTracking}
-	inv.l1cap.Store(-1)
-	return inv
+// newInvalidator returns the invalidation state of o, with its defaults.
+func newInvalidator(o *Invalidation) *coherence.State {
+	return coherence.New(cmp.Or(o.Channel, DefaultInvalidationChannel), !o.NoAnnounce,
+		cmp.Or(o.FallbackL1Lifetime, DefaultFallbackL1Lifetime), o.RequireTracking)
 }
 
 // startInvalidation starts tracking (or its fallback) when c has both
@@ -158,19 +110,20 @@ func (c *Client) startInvalidation() error {
 	if c.inv == nil || c.l1 == nil || c.l2 == nil {
 		return nil
 	}
-	channel := c.inv.channel
-	if !c.inv.announce {
+	channel := c.inv.Channel
+	if !c.inv.Announce {
 		channel = ""
 	}
-	co, err := c.l2.Cohere(c.prefix, channel, !c.inv.strict, l2.CoherenceHandler{
-		Invalidate: c.onInvalidation, Mode: c.modeChanged, Refused: c.refused,
+	co, err := c.l2.Cohere(c.prefix, channel, !c.inv.Strict, l2.CoherenceHandler{
+		Invalidate: c.onInvalidation, Mode: c.modeChanged,
+		Refused: func(what string, err error) { c.inv.Refused(c.log, what, err) },
 	})
 	if err != nil {
 		return err
 	}
-	c.inv.co = co
+	c.inv.Co = co
 	co.Await(trackingWait)
-	if err := co.TrackingRefused(); err != nil && c.inv.strict {
+	if err := co.TrackingRefused(); err != nil && c.inv.Strict {
 		return configErrFrom("Invalidation.RequireTracking: redis refuses CLIENT TRACKING", err)
 	}
 	return nil
@@ -180,42 +133,15 @@ func (c *Client) startInvalidation() error {
 // L1 writes, then clears L1: from here until a mode is back, L1 holds
 // nothing it cannot vouch for. The order matters (see write.go).
 func (c *Client) modeChanged(m l2.Mode, why error) {
-	prev := l2.Mode(c.inv.mode.Swap(int32(m)))
+	prev := c.inv.SetMode(m)
 	switch m {
 	case l2.ModeNone:
-		c.inv.l1cap.Store(-1)
 		c.flushL1()
 		c.leaseWaits.Wake("", true) // waiters poll from here on
 		c.warn("invalidation "+prev.String()+" lost; L1 bypassed until it is back", "", why)
-		return
-	case l2.ModeTracking:
-		c.inv.l1cap.Store(0)
-	default:
-		c.inv.l1cap.Store(int64(c.inv.lifetime))
-	}
-	if m != l2.ModeLifetime {
+	case l2.ModeTracking, l2.ModePubSub:
 		c.rel.Answered() // a connection answering is evidence Redis is back
 	}
-}
-
-// refused logs a mechanism's first refusal loudly: its meaning, the remedy.
-func (c *Client) refused(what string, err error) {
-	level, msg := slog.LevelWarn, "redis refuses CLIENT TRACKING: L1 hears only writers that announce (cachekit-go) "+
-		"and keeps entries at most fallback_l1_lifetime; allow CLIENT ID and CLIENT TRACKING for this user, "+
-		"or set Invalidation.RequireTracking to fail New instead"
-	switch {
-	case what != "tracking":
-		msg = "redis refuses SUBSCRIBE to the invalidation channel: L1 entries live at most fallback_l1_lifetime " +
-			"and no other Client's write reaches L1 sooner; grant this user the channel (ACL SETUSER <user> &<channel>)"
-	case c.inv.strict:
-		level, msg = slog.LevelError, "redis refuses CLIENT TRACKING and Invalidation.RequireTracking is set: "+
-			"L1 is bypassed until redis allows CLIENT ID and CLIENT TRACKING for this user"
-	case !c.inv.announce:
-		msg = "redis refuses CLIENT TRACKING and Invalidation.NoAnnounce is set: L1 entries live at most " +
-			"fallback_l1_lifetime; allow CLIENT ID and CLIENT TRACKING for this user"
-	}
-	c.log.LogAttrs(context.Background(), level, "cachekit: "+msg, slog.String("cause", err.Error()),
-		slog.String("channel", c.inv.channel), slog.Duration("fallback_l1_lifetime", c.inv.lifetime))
 }
 
 // onInvalidation drops the keys reported written from L1; nil: every key.
@@ -249,8 +175,8 @@ func (c *Client) InvalidationStats() InvalidationStats {
 	switch {
 	case c.inv == nil:
 		return InvalidationStats{}
-	case c.inv.co == nil:
+	case c.inv.Co == nil:
 		return InvalidationStats{Mode: l2.ModeNone.String(), PublishFailures: c.l2.PublishFailures()}
 	}
-	return c.inv.co.Stats()
+	return c.inv.Co.Stats()
 }

@@ -82,6 +82,18 @@ func measure(tb testing.TB, c *Client, capBytes, base, baseAlloc int64) memoryRe
 
 func (r memoryReport) bound() int64 { return r.capBytes*3/2 + l1.FixedBytes(r.capBytes) }
 
+// fillAndMeasure fills a new Client of mc with n session entries of 32
+// bytes, measures the heap it grew by and logs the report as what.
+func fillAndMeasure(t *testing.T, mc memCase, capBytes int64, n int, what string) memoryReport {
+	t.Helper()
+	base, baseAlloc := heapInuse()
+	c := newClient(t, mc.opts(capBytes))
+	fillSessions(t, c, 0, n, value32)
+	r := measure(t, c, capBytes, base, baseAlloc)
+	r.log(t, what)
+	return r
+}
+
 func (r memoryReport) log(tb testing.TB, what string) {
 	tb.Helper()
 	grew := r.inuse - r.base
@@ -99,11 +111,7 @@ func TestL1MemoryAdmission300k(t *testing.T) {
 	const capBytes = 64 << 20
 	for _, mc := range memCases() {
 		t.Run(mc.name, func(t *testing.T) {
-			base, baseAlloc := heapInuse()
-			c := newClient(t, mc.opts(capBytes))
-			fillSessions(t, c, 0, n, value32)
-			r := measure(t, c, capBytes, base, baseAlloc)
-			r.log(t, "300k Sets")
+			r := fillAndMeasure(t, mc, capBytes, n, "300k Sets")
 			if grew := r.inuse - r.base; grew > r.bound() {
 				t.Fatalf("HeapInuse grew %.1f MiB, over the bound %.1f MiB", mib(grew), mib(r.bound()))
 			}
@@ -127,11 +135,7 @@ func TestL1MemoryAdmissionAtCap(t *testing.T) {
 	for _, capBytes := range []int64{16 << 20, 64 << 20} {
 		for _, mc := range memCases() {
 			t.Run(strconv.Itoa(int(capBytes>>20))+"MiB/"+mc.name, func(t *testing.T) {
-				base, baseAlloc := heapInuse()
-				c := newClient(t, mc.opts(capBytes))
-				fillSessions(t, c, 0, n, value32)
-				r := measure(t, c, capBytes, base, baseAlloc)
-				r.log(t, "1M Sets")
+				r := fillAndMeasure(t, mc, capBytes, n, "1M Sets")
 				if grew := r.alloc - r.baseAlloc; grew > r.bound() {
 					t.Fatalf("live heap grew %.1f MiB, over the bound %.1f MiB", mib(grew), mib(r.bound()))
 				}

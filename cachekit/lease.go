@@ -17,6 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
@@ -69,22 +70,14 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		}
 		if err != nil {
 			rerr := c.readErr(ctx, key, err)
-			if out, _ := outcomeOf(rerr); out == observe.Degraded {
+			if out, _ := errClasses.Outcome(rerr); out == observe.Degraded {
 				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
 			}
 			return nil, rerr
 		}
 		switch state {
 		case l2.LeaseFoundEntry:
-			var v T
-			s := getScratch()
-			payload, err := c.fromL2(ctx, s, key, entry, left, t)
-			if err == nil {
-				if derr := c.decode(payload, &v); derr != nil {
-					err = &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: derr}
-				}
-			}
-			putScratch(s)
+			v, err := openFound[T](ctx, c, key, entry, left, t)
 			if err == nil {
 				return leased{v: v, at: at}, nil
 			}
@@ -106,7 +99,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			}
 			if !waited {
 				waited = true
-				c.stats.leaseWaits.Add(1)
+				c.stats.LeaseWaits.Add(1)
 				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
 			if err := c.leaseWaits.Await(ctx, key, wake, c.leaseWait(wait, left)); err != nil {
@@ -119,11 +112,26 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	return holdAndLoad(ctx, c, key, full, lease, ttl, load)
 }
 
+// openFound opens and decodes the entry a lease script found under key
+// (with its remaining TTL left), backfilling L1 through t as a Get does.
+func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, left time.Duration, t ticket) (T, error) {
+	var v T
+	s := getScratch()
+	defer putScratch(s)
+	payload, err := c.fromL2(ctx, s, key, entry, left, t)
+	if err == nil {
+		if derr := c.decode(payload, &v); derr != nil {
+			err = &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: derr}
+		}
+	}
+	return v, err
+}
+
 // leaseWait is how long a look at a key under another's lease waits for
 // the key's invalidation: wait (the backoff) without invalidation, at most
 // leaseRecheck with it, never past the lease's remaining time left.
 func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
-	if m := c.inv.heard(); m == l2.ModeTracking || m == l2.ModePubSub {
+	if m := c.inv.Heard(); m == l2.ModeTracking || m == l2.ModePubSub {
 		wait = leaseRecheck
 	}
 	if left > 0 {
@@ -136,8 +144,7 @@ func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
 // every LeaseTTL/3), then stores the value while the lease holds: L2 by
 // l2.Fill, then L1 as a Set does. A loader error gives the key back at once.
 func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
-	stop := c.keepLease(ctx, full, lease)
-	c.stats.loads.Add(1)
+	stop := c.keepLeases(ctx, []string{full}, []string{lease})
 	started := time.Now()
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	stop()
@@ -150,11 +157,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 	}
 	if err != nil {
 		c.releaseLease(ctx, full, lease)
-		if _, isLoader := err.(*loaderError); isLoader {
-			c.stats.loadErrors.Add(1)
-			return nil, err
-		}
-		if errors.Is(err, ErrClosed) {
+		if _, isLoader := err.(*flight.LoaderError); isLoader || errors.Is(err, ErrClosed) {
 			return nil, err
 		}
 		c.warn("GetOrLoad could not store the loaded value", key, err)
@@ -177,7 +180,7 @@ func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string,
 		}
 		c.warn("GetOrLoad could not store the loaded value", key, err)
 	case !filled:
-		c.stats.leaseLost.Add(1) // a write came first: it stays
+		c.stats.LeasesLost.Add(1) // a write came first: it stays
 		return leased{v: v, at: started}, nil
 	default:
 		c.accepted(key, t, stored, ttl, true)
@@ -201,24 +204,18 @@ type leased struct {
 // under FailOpen with Redis failing, or while another Client holds the
 // key's lease and this one does not wait for it.
 func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
-	c.stats.loads.Add(1)
 	started := time.Now()
 	v, _, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
 	return leased{v: v, at: started}, nil
 }
 
-// keepLease renews lease every LeaseTTL/3 until stop is called (which
-// waits for the renewer to end), so a load longer than the lease stays the
-// only one. A renewal that finds the lease gone changes nothing.
-func (c *Client) keepLease(ctx context.Context, full, lease string) (stop func()) {
-	return c.keepLeases(ctx, []string{full}, []string{lease})
-}
-
-// keepLeases is keepLease for several keys, renewed one after the other.
+// keepLeases renews each lease on its key (fulls[i], leases[i]), one after
+// the other, every LeaseTTL/3 until stop is called (which waits for the
+// renewer to end) or Close, so a load longer than the lease stays the only
+// one. A renewal that finds its lease gone changes nothing.
 func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop func()) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(c.bg, cancel) // Close ends it too
@@ -253,26 +250,15 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	if err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
 		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
 		return errors.Join(errs...)
-	}); err != nil && errs == nil { // refused before any attempt
-		states, entries, lefts = make([]l2.LeaseState, len(keys)), make([][]byte, len(keys)), make([]time.Duration, len(keys))
-		errs = make([]error, len(keys))
-		for i := range errs {
-			errs[i] = err
-		}
+	}); err != nil && errs == nil { // refused before any attempt: every key loads, unleased
+		errs = slices.Repeat([]error{err}, len(keys))
 	}
 	res := make(map[string]any, len(keys))
 	var load []string
 	var mine []int // indexes of keys whose lease this call holds
 	for i, k := range keys {
 		if errs[i] == nil && states[i] == l2.LeaseFoundEntry {
-			var v T
-			s := getScratch()
-			payload, err := c.fromL2(ctx, s, k, entries[i], lefts[i], tickets[i])
-			if err == nil {
-				err = c.decode(payload, &v)
-			}
-			putScratch(s)
-			if err == nil {
+			if v, err := openFound[T](ctx, c, k, entries[i], lefts[i], tickets[i]); err == nil {
 				res[k] = leased{v: v, at: acquireAt}
 				continue
 			}
@@ -290,7 +276,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		heldFulls, heldLeases = append(heldFulls, fulls[i]), append(heldLeases, leases[i])
 	}
 	stop := c.keepLeases(ctx, heldFulls, heldLeases)
-	c.stats.loads.Add(1)
 	started := time.Now()
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
 	stop()
@@ -300,7 +285,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		}
 	}
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		release(mine)
 		return nil, err
 	}
@@ -360,11 +344,11 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 				return nil, ferrs[j]
 			}
 			if err == nil {
-				c.stats.l2Errors.Add(1)
+				c.stats.L2Errors.Add(1)
 			}
 			c.warn("MGetOrLoad could not store the loaded values", keys[i], ferrs[j])
 		case !done[j]:
-			c.stats.leaseLost.Add(1)
+			c.stats.LeasesLost.Add(1)
 		default:
 			res[keys[i]] = leased{v: vals[keys[i]], at: fillAt}
 			c.accepted(keys[i], fillTickets[j], items[j].Value, ttl, false) // batches are not refreshed

@@ -195,7 +195,7 @@ func TestSWRRefreshNeverOverwritesAWrite(t *testing.T) {
 			if _, err := GetOrLoadTTL(bg, a, "k", swrTTL, func(context.Context) (string, error) { return "v1", nil }); err != nil {
 				t.Fatal(err)
 			}
-			clk.add(swrDue)
+			clk.Add(swrDue)
 			started, release := make(chan struct{}), make(chan struct{})
 			// Without L1 the entry's age comes from Redis's own clock: read
 			// until a read finds it due and starts the (held) refresh.

@@ -3,14 +3,12 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
-	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -63,7 +61,7 @@ func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpGetOrLoad, key, 1)
 	v, r, err := getOrLoad(ctx, c, key, ttl, load)
-	err, r.LoaderFailed = unwrapLoader(err)
+	err, r.LoaderFailed = flight.Unmark(err)
 	c.obs.End(ctx, oc, r, err)
 	return v, err
 }
@@ -167,10 +165,8 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 			return v, nil
 		}
 	}
-	c.stats.loads.Add(1)
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
 	if c.swr != nil {
@@ -185,12 +181,6 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	return v, nil
 }
 
-// ttlOverride is where OverrideTTL leaves a loader's TTL; the loader's ctx
-// carries it.
-type ttlOverride struct{ ttl atomic.Int64 }
-
-type ttlOverrideKey struct{}
-
 // OverrideTTL, called from a GetOrLoad, GetOrLoadTTL or MGetOrLoad loader
 // with the ctx the loader was given, makes the value the loader returns be
 // cached for ttl instead of the TTL the call was given (as rueidisaside's
@@ -203,76 +193,44 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 	if _, err := normalizeTTL(ttl); err != nil {
 		return err
 	}
-	if o, ok := ctx.Value(ttlOverrideKey{}).(*ttlOverride); ok {
-		o.ttl.Store(int64(ttl))
-	}
+	flight.OverrideTTL(ctx, ttl)
 	return nil
 }
 
-// runLoader runs load with a ctx that OverrideTTL can reach, in the
-// loader's span, and returns its value with the TTL to store it for: ttl,
-// or the loader's override. Its error is marked as the loader's (see
-// loaderError).
+// runLoader runs load (flight.Load: OverrideTTL can reach its ctx, its
+// error is marked as the loader's) in the loader's span, counted in
+// Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
+// with the TTL to store it for: ttl, or the loader's override.
 func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
+	c.stats.Loads.Add(1)
 	ctx, done := c.obs.StartLoad(ctx, isNotFound)
 	defer func() {
 		if r := recover(); r != nil {
-			done(errLoaderPanic(r))
+			done(flight.Panicked(r))
 			panic(r) // the caller recovers it as before
 		}
 		done(err)
 	}()
-	o := new(ttlOverride)
-	v, err = load(context.WithValue(ctx, ttlOverrideKey{}, o))
-	if d := time.Duration(o.ttl.Load()); d != 0 {
-		ttl = d
-	}
+	v, ttl, err = flight.Load(ctx, load, ttl)
 	if err != nil {
-		err = &loaderError{err}
+		c.stats.LoadErrors.Add(1)
 	}
 	return v, ttl, err
 }
 
 // lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL), the
-// family's convention for keys other SDKs read. When another instance
-// holds it, it polls the cache (via probe) until the lock would have
-// expired; found reports that the other instance's value arrived. When the
-// lock is taken, unlock releases it; on a lock error it is a no-op.
+// family's convention for keys other SDKs read, or waits for its holder's
+// value by polling the cache (via probe) until the lock would have
+// expired; found reports that the value arrived (l2.Store.LockOrWait).
+// When the lock is taken, unlock releases it; otherwise it is a no-op.
 func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
-	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
-	var ok bool
-	err := c.rel.Do(ctx, "lock", func(ctx context.Context) error {
-		var err error
-		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL) // a retry finds its own token
-		return err
-	})
+	unlock, found, err := c.l2.LockOrWait(ctx, c.fullKey(key)+":lock", c.leaseTTL, c.rel.AttemptTimeout(), c.now, c.rel.Do,
+		func() { c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis")) },
+		func() (ok bool) { v, ok = probe(); return ok })
 	if err != nil {
 		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
-		return noop, nil, false
 	}
-	if ok {
-		return func() {
-			// The load is over (or cancelled): release within one
-			// attempt's bound; the lease expires anyway.
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
-			defer cancel()
-			_ = c.rel.Do(uctx, "unlock", func(ctx context.Context) error {
-				_, err := c.l2.Unlock(ctx, lockKey, token)
-				return err
-			})
-		}, nil, false
-	}
-	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
-	deadline := c.now().Add(c.leaseTTL)
-	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
-		if !ctxwait.Sleep(ctx, wait) {
-			return noop, nil, false
-		}
-		if v, ok := probe(); ok {
-			return noop, v, true
-		}
-	}
-	return noop, nil, false
+	return unlock, v, found
 }
 
 // normalizeTTL applies the protocol's TTL rules.

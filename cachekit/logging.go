@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
@@ -22,19 +21,14 @@ const warnInterval = 10 * time.Second
 // the Go type of its innermost cause. An empty key logs no digest (a
 // warning about no particular key).
 func (c *Client) warn(msg, key string, err error) {
-	now := c.now().UnixNano()
-	last := c.lastWarn.Load()
-	if last != 0 && now-last < int64(warnInterval) {
-		return
-	}
-	if !c.lastWarn.CompareAndSwap(last, now) {
+	if !c.lastWarn.Allow(c.now(), warnInterval) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 4)
 	if key != "" {
 		attrs = append(attrs, slog.String("key_digest", c.keyDigest(key)))
 	}
-	attrs = append(attrs, observe.ErrorAttrs(err, classify(err))...)
+	attrs = append(attrs, observe.ErrorAttrs(err, errClasses.Class(err))...)
 	c.log.LogAttrs(context.Background(), slog.LevelWarn, "cachekit: "+msg, attrs...)
 }
 
@@ -57,19 +51,6 @@ func (c *Client) keyDigest(key string) string { return c.digest.Digest(c.fullKey
 // With a name key (encryption.Config.NameKey) the digest is of the key's
 // opaque Redis name, as every log line, span and error of the Client names it.
 func (c *Client) KeyDigest(key string) string { return c.keyDigest(c.local(key)) }
-
-// digesterFor returns the Digester of a Client's log digests (see
-// KeyDigest).
-func digesterFor(enc *encryption.Config) observe.Digester {
-	if enc == nil || enc.Provider != nil {
-		return observe.NewDigester(nil, "")
-	}
-	tenant := enc.Tenant
-	if tenant == "" {
-		tenant = encryption.DefaultTenant
-	}
-	return observe.NewDigester(enc.MasterKey, tenant)
-}
 
 // DiscardRedisDriverLogs silences go-redis's process-wide internal logger
 // (connection-pool messages, which go-redis otherwise writes to stderr),

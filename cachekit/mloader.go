@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/names"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
@@ -37,7 +38,7 @@ import (
 func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGetOrLoad, "", len(keys))
 	out, r, err := mgetOrLoad(ctx, c, c.names.Locals(keys), names.Loader(c.names, keys, loader))
-	err, r.LoaderFailed = unwrapLoader(err)
+	err, r.LoaderFailed = flight.Unmark(err)
 	c.obs.End(ctx, oc, r, err)
 	return names.AppKeys(c.names, keys, out), err
 }
@@ -126,16 +127,14 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (res map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = errLoaderPanic(r)
+			err = flight.Panicked(r)
 		}
 	}()
 	if c.leases() {
 		return leaseLoadBatch(ctx, c, keys, loader)
 	}
-	c.stats.loads.Add(1)
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, keys) }, c.defaultTTL)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return nil, err
 	}
 	res = make(map[string]any, len(keys))

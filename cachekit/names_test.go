@@ -336,7 +336,7 @@ func TestNameKeySWRRefresh(t *testing.T) {
 	if v, err := GetOrLoadTTL(bg, c, emailKey, swrTTL, load); err != nil || v != 1 {
 		t.Fatalf("cold: %d, %v", v, err)
 	}
-	clk.add(swrDue)
+	clk.Add(swrDue)
 	if v, err := GetOrLoadTTL(bg, c, emailKey, swrTTL, load); err != nil || v != 1 {
 		t.Fatalf("stale read: %d, %v", v, err)
 	}

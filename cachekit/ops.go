@@ -25,18 +25,13 @@ func (c *Client) Delete(ctx context.Context, keys ...string) error {
 // in Redis (Raw.Delete reports it).
 func (c *Client) deleteCounted(ctx context.Context, keys []string) (int64, error) {
 	keys = c.names.Locals(keys)
-	var oc *observe.Call
+	key := "" // a span names one key by its digest, several by their number
 	if len(keys) == 1 {
-		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, keys[0], 1)
-	} else {
-		ctx, oc = c.obs.Begin(ctx, observe.OpDelete, "", len(keys))
+		key = keys[0]
 	}
+	ctx, oc := c.obs.Begin(ctx, observe.OpDelete, key, len(keys))
 	n, err := c.delete(ctx, keys)
-	r := observe.Result{Tier: observe.L1}
-	if c.l2 != nil {
-		r.Tier = observe.L2
-	}
-	c.obs.End(ctx, oc, r, err)
+	c.obs.End(ctx, oc, c.tierAsked(), err)
 	return n, err
 }
 

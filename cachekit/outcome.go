@@ -8,7 +8,6 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -27,7 +26,7 @@ import (
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	err := c.rel.DoSized(ctx, op, n, fn)
 	if err != nil && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
-		c.stats.l2Errors.Add(1)
+		c.stats.L2Errors.Add(1)
 	}
 	return err
 }
@@ -36,12 +35,10 @@ func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Co
 // miss (ErrNotFound), a degraded miss under FailOpen, or the Redis error.
 func (c *Client) readErr(ctx context.Context, key string, err error) error {
 	if errors.Is(err, l2.ErrNotFound) {
-		c.stats.l2Misses.Add(1)
+		c.stats.L2Misses.Add(1)
 		return ErrNotFound
 	}
-	if c.degradable(ctx, err) {
-		c.stats.degraded.Add(1)
-		c.warn("redis read failed; treated as a miss (fail-open)", key, err)
+	if c.absorbed(ctx, "redis read failed; treated as a miss (fail-open)", key, err) {
 		return &MissError{Err: err}
 	}
 	return err
@@ -50,9 +47,7 @@ func (c *Client) readErr(ctx context.Context, key string, err error) error {
 // writeFailed turns a failed Redis write into what the caller sees: nil
 // when FailOpen absorbs it (outcome degraded), else the Redis error.
 func (c *Client) writeFailed(ctx context.Context, key string, err error) (observe.Result, error) {
-	if c.degradable(ctx, err) {
-		c.stats.degraded.Add(1)
-		c.warn("redis write failed; absorbed (fail-open)", key, err)
+	if c.absorbed(ctx, "redis write failed; absorbed (fail-open)", key, err) {
 		return observe.Result{Tier: observe.L2, Out: observe.Degraded}, nil
 	}
 	return observe.Result{Tier: observe.L2}, err
@@ -63,7 +58,7 @@ func (c *Client) writeFailed(ctx context.Context, key string, err error) (observ
 // the writes again. A failure is counted and warned about, never returned:
 // the values are stored.
 func (c *Client) publish(ctx context.Context, after string, keys ...string) {
-	if c.inv == nil || !c.inv.announce || len(keys) == 0 {
+	if c.inv == nil || !c.inv.Announce || len(keys) == 0 {
 		return
 	}
 	full := make([]string, len(keys))
@@ -86,6 +81,18 @@ func (c *Client) publishFailed(after string, keys []string, err error) {
 	c.warn("invalidation not published after "+after, key, err)
 }
 
+// absorbed reports whether FailOpen absorbs err, a failed L2 call of
+// key's (degradable), and then counts it in ReliabilityStats.Degraded and
+// warns msg. Reads (readErr, MGet) and writes (writeFailed) decide here.
+func (c *Client) absorbed(ctx context.Context, msg, key string, err error) bool {
+	if !c.degradable(ctx, err) {
+		return false
+	}
+	c.stats.Degraded.Add(1)
+	c.warn(msg, key, err)
+	return true
+}
+
 // degradable reports whether a failed L2 call may be degraded under
 // FailOpen: a backend failure (not the caller's own cancellation or
 // deadline, even one that passed a timer tick before ctx.Err says so; not
@@ -99,60 +106,23 @@ func (c *Client) degradable(ctx context.Context, err error) bool {
 	return errors.As(err, &be)
 }
 
-// outcomeOf tells the observer how a failed operation ended: a miss, a
-// read FailOpen degraded, or an error of some class.
-func outcomeOf(err error) (observe.Outcome, observe.Class) {
-	var me *MissError
-	switch {
-	case errors.As(err, &me):
-		return observe.Degraded, observe.NoClass
-	case errors.Is(err, ErrNotFound):
-		return observe.Miss, observe.NoClass
-	}
-	return observe.Failed, classify(err)
-}
+// errClasses tells the observer, and the warnings, what the Client's own
+// errors mean: the observer classes every other error itself.
+var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError,
+	Invalid: []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
 
-// classify names err's class: what a caller would branch on. A loader's
-// error is class Loader only when the operation says so
-// (Result.LoaderFailed), since the loader's error reaches the caller as it
-// is.
-func classify(err error) observe.Class {
-	var be *BackendError
-	var fe *FormatError
-	var pe *ProviderError
-	switch {
-	case errors.Is(err, context.Canceled):
-		return observe.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return observe.Deadline
-	case errors.Is(err, ErrClosed):
-		return observe.Closed
-	case errors.Is(err, ErrCircuitOpen):
-		return observe.CircuitOpen
-	case errors.Is(err, ErrOverloaded):
-		return observe.Overloaded
-	case errors.Is(err, ErrWrongType):
-		return observe.WrongType
-	case errors.As(err, &be):
-		return observe.Redis
-	case errors.Is(err, ErrAuthFailed):
-		return observe.Auth
-	case errors.Is(err, ErrInvalidDestination), errors.Is(err, ErrInvalidTTL), errors.Is(err, ErrValueTooLarge),
-		errors.Is(err, ErrNotBytes), errors.Is(err, errEmptyKey):
-		return observe.Invalid
-	case errors.As(err, &fe):
-		return observe.Format
-	case errors.As(err, &pe):
-		return observe.Provider
-	}
-	return observe.Other
+// isMissError reports a read FailOpen turned into a miss (*MissError).
+func isMissError(err error) bool {
+	var me *MissError
+	return errors.As(err, &me)
 }
 
 // openFailed counts an entry of tier that failed to open, in Stats, the
 // decrypt-failure metric and an event on the operation's span.
 func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
-	c.stats.openFailures(tier).Add(1)
-	c.obs.OpenFailed(ctx, observe.TierNamed(string(tier)), err)
+	t := observe.TierNamed(string(tier))
+	c.stats.OpenFailures(t).Add(1)
+	c.obs.OpenFailed(ctx, t, err)
 }
 
 // snapshot is what the observer's gauges report.
@@ -172,38 +142,10 @@ func (c *Client) snapshot() observe.Snapshot {
 	}
 	if c.inv != nil {
 		is := c.InvalidationStats()
-		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.heard())
+		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.Heard())
 		st.InvalidationLosses, st.PublishFailures, st.InvalidationRefusals = is.Losses, is.PublishFailures, is.Refusals
 	}
 	return st
-}
-
-// loaderError marks an error as the loader's own on its way to the
-// operation that ran the loader, which unwraps it (see unwrapLoader) and
-// reports error.type "loader".
-type loaderError struct{ err error }
-
-func (e *loaderError) Error() string { return e.err.Error() }
-func (e *loaderError) Unwrap() error { return e.err }
-
-// unwrapLoader returns err without its loaderError mark, and whether it
-// had one. A nil err costs nothing (errors.As would allocate its target).
-func unwrapLoader(err error) (error, bool) {
-	if err == nil {
-		return nil, false
-	}
-	var le *loaderError
-	if errors.As(err, &le) {
-		return le.err, true
-	}
-	return err, false
-}
-
-// errLoaderPanic is the error a recovered loader panic becomes, marked as
-// the loader's (error.type "loader"). The panic value may hold data: only
-// its type is named.
-func errLoaderPanic(r any) error {
-	return &loaderError{fmt.Errorf("cachekit: loader panicked (%T)", r)}
 }
 
 // isNotFound reports whether err matches ErrNotFound.

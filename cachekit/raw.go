@@ -3,8 +3,6 @@ package cachekit
 import (
 	"context"
 	"errors"
-	"strings"
-	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -188,12 +186,11 @@ func (c *Client) retrace(ctx context.Context, s *scratch, key string, stored []b
 // so, about, how many one pipeline reads.
 const rawBatch = 500
 
-// RawEntry is one entry as Raw.Scan reads it, unopened.
-type RawEntry struct {
-	Key    string        // the stored key, without Options.KeyPrefix (an opaque name under a name key)
-	Stored []byte        // the bytes Redis holds; nil when the key holds another Redis type
-	TTL    time.Duration // remaining time to live; 0: no expiry
-}
+// RawEntry is one entry as Raw.Scan reads it, unopened: its stored key,
+// without Options.KeyPrefix (an opaque name under a name key), the bytes
+// Redis holds (nil when the key holds another Redis type) and its
+// remaining TTL (0: no expiry).
+type RawEntry = l2.Entry
 
 // Scan walks Redis for the keys matching pattern (a Redis glob, matched
 // after Options.KeyPrefix, which is matched literally; on a cluster client,
@@ -228,23 +225,7 @@ func (r Raw) ScanFrom(ctx context.Context, pattern string, cursor uint64, fn fun
 	if c.l2 == nil {
 		return nil
 	}
-	return c.l2.ScanFrom(ctx, c.prefix, pattern, rawBatch, cursor, func(keys []string, next uint64) error {
-		var batch []RawEntry
-		if len(keys) > 0 {
-			vals, ttls, other, err := c.l2.ReadRaw(ctx, keys)
-			if err != nil {
-				return err
-			}
-			batch = make([]RawEntry, 0, len(keys))
-			for i, k := range keys {
-				if vals[i] == nil && !other[i] {
-					continue // expired since the walk
-				}
-				batch = append(batch, RawEntry{Key: strings.TrimPrefix(k, c.prefix), Stored: vals[i], TTL: ttls[i]})
-			}
-		}
-		return fn(batch, next)
-	})
+	return c.l2.ScanEntries(ctx, c.prefix, pattern, rawBatch, cursor, fn)
 }
 
 // DeleteMatching deletes from Redis every key matching pattern (a Redis
@@ -262,28 +243,18 @@ func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) 
 	if c.l2 == nil {
 		return 0, nil
 	}
-	var deleted int64
-	err := c.l2.ScanFrom(ctx, c.prefix, pattern, rawBatch, 0, func(keys []string, _ uint64) error {
-		if len(keys) == 0 {
-			return nil
-		}
-		n, err := c.l2.Unlink(ctx, keys...)
-		deleted += n
-		for i, k := range keys {
-			keys[i] = strings.TrimPrefix(k, c.prefix)
-			c.dropL1(keys[i])
+	return c.l2.UnlinkMatching(ctx, c.prefix, pattern, rawBatch, func(keys []string) {
+		for _, k := range keys {
+			c.dropL1(k)
 		}
 		c.publish(ctx, "DeleteMatching", keys...)
-		return err
 	})
-	return deleted, err
 }
 
-// RawSwap is one compare-and-set for Raw.Swap.
-type RawSwap struct {
-	Key      string // the stored key, without Options.KeyPrefix (as Scan reports it)
-	Old, New []byte // the stored bytes expected, and their replacement
-}
+// RawSwap is one compare-and-set for Raw.Swap: its Key is the stored key,
+// without Options.KeyPrefix (as Scan reports it), Old and New the stored
+// bytes expected and their replacement.
+type RawSwap = l2.Swap
 
 // Swap replaces stored bytes: for each item, key's value becomes New,
 // keeping its remaining TTL, only while key still holds exactly Old (one
@@ -305,11 +276,7 @@ func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []err
 		}
 		return done, errs
 	}
-	swaps := make([]l2.Swap, len(items))
-	for i, it := range items {
-		swaps[i] = l2.Swap{Key: c.prefix + it.Key, Old: it.Old, New: it.New}
-	}
-	done, errs = c.l2.SwapMany(ctx, swaps)
+	done, errs = c.l2.SwapMany(ctx, c.prefix, items)
 	var swapped []string
 	for i, ok := range done {
 		if ok {

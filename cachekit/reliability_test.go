@@ -3,7 +3,6 @@ package cachekit
 import (
 	"errors"
 	"io"
-	"sync"
 	"testing"
 	"time"
 )
@@ -39,17 +38,4 @@ func TestReliabilityOptionsValidate(t *testing.T) {
 	if err != nil || s.Reliability == nil || s.Reliability.FailOpen {
 		t.Fatalf("secure preset must fail closed: %v %+v", err, s.Reliability)
 	}
-}
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }

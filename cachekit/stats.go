@@ -1,11 +1,5 @@
 package cachekit
 
-import (
-	"sync/atomic"
-
-	"github.com/cachekit-io/cachekit-go/internal/stripe"
-)
-
 // Stats is a snapshot of a Client's counters since New.
 type Stats struct {
 	L1Hits, L1Misses uint64
@@ -54,37 +48,21 @@ type Stats struct {
 	LeasesLost uint64
 }
 
-type counters struct {
-	l1Hits                                 stripe.Counter // every L1 hit, from every core
-	l1Misses, l1Rejected, l1OpenFail       atomic.Uint64
-	l2Hits, l2Misses, l2Errors, l2OpenFail atomic.Uint64
-	loads, loadErrors                      atomic.Uint64
-	leaseWaits, leaseLost                  atomic.Uint64
-	degraded                               atomic.Uint64
-}
-
-func (s *counters) openFailures(t Tier) *atomic.Uint64 {
-	if t == TierL1 {
-		return &s.l1OpenFail
-	}
-	return &s.l2OpenFail
-}
-
 // Stats returns the Client's counters. It works after Close.
 func (c *Client) Stats() Stats {
 	st := Stats{
-		L1Hits:         c.stats.l1Hits.Load(),
-		L1Misses:       c.stats.l1Misses.Load(),
-		L1Rejected:     c.stats.l1Rejected.Load(),
-		L1OpenFailures: c.stats.l1OpenFail.Load(),
-		L2Hits:         c.stats.l2Hits.Load(),
-		L2Misses:       c.stats.l2Misses.Load(),
-		L2Errors:       c.stats.l2Errors.Load(),
-		L2OpenFailures: c.stats.l2OpenFail.Load(),
-		Loads:          c.stats.loads.Load(),
-		LoadErrors:     c.stats.loadErrors.Load(),
-		LeaseWaits:     c.stats.leaseWaits.Load(),
-		LeasesLost:     c.stats.leaseLost.Load(),
+		L1Hits:         c.stats.L1Hits.Load(),
+		L1Misses:       c.stats.L1Misses.Load(),
+		L1Rejected:     c.stats.L1Rejected.Load(),
+		L1OpenFailures: c.stats.L1OpenFail.Load(),
+		L2Hits:         c.stats.L2Hits.Load(),
+		L2Misses:       c.stats.L2Misses.Load(),
+		L2Errors:       c.stats.L2Errors.Load(),
+		L2OpenFailures: c.stats.L2OpenFail.Load(),
+		Loads:          c.stats.Loads.Load(),
+		LoadErrors:     c.stats.LoadErrors.Load(),
+		LeaseWaits:     c.stats.LeaseWaits.Load(),
+		LeasesLost:     c.stats.LeasesLost.Load(),
 	}
 	if c.l1 != nil {
 		ls := c.l1.Stats()
@@ -122,5 +100,5 @@ func (c *Client) ReliabilityStats() ReliabilityStats {
 	}
 	g := c.rel.Stats()
 	return ReliabilityStats{Breaker: g.Breaker, BreakerOpened: g.Opened, Retries: g.Retries,
-		Refused: g.Refused, Shed: g.Shed, Degraded: c.stats.degraded.Load()}
+		Refused: g.Refused, Shed: g.Shed, Degraded: c.stats.Degraded.Load()}
 }

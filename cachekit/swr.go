@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/flight"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
@@ -31,21 +32,9 @@ type SWR struct {
 	MaxRefreshes int
 }
 
-// SWR defaults.
-const (
-	defaultSWRRatio        = 0.5
-	defaultSWRJitter       = 0.1
-	defaultSWRMaxRefreshes = 10
-)
-
 func (w *SWR) validate() error {
-	switch {
-	case w.Ratio < 0 || w.Ratio >= 1:
-		return configErr("SWR.Ratio must be within [0, 1)")
-	case w.Jitter < 0 || w.Jitter > 0.5:
-		return configErr("SWR.Jitter must be within [0, 0.5]")
-	case w.MaxRefreshes < 0:
-		return configErr("SWR.MaxRefreshes is negative")
+	if field, why := swr.Config(*w).Invalid(); field != "" {
+		return configErr("SWR." + field + " " + why)
 	}
 	return nil
 }
@@ -123,16 +112,14 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = errLoaderPanic(r)
+			err = flight.Panicked(r)
 		}
 	}()
 	if served == nil {
 		return nil // the entry left L1 before it could be read back: nothing to compare
 	}
-	c.stats.loads.Add(1)
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		c.stats.loadErrors.Add(1)
 		return err
 	}
 	ttl, err = normalizeTTL(ttl)
@@ -158,7 +145,7 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 		return err
 	}
 	if !swapped {
-		c.stats.leaseLost.Add(1) // a write came first: it stays
+		c.stats.LeasesLost.Add(1) // a write came first: it stays
 		return nil
 	}
 	c.accepted(key, t, stored, ttl, true)
@@ -170,15 +157,5 @@ func newSWR(o *SWR) *swr.State {
 	if o == nil {
 		return nil
 	}
-	ratio, jitter, n := o.Ratio, o.Jitter, o.MaxRefreshes
-	if ratio == 0 {
-		ratio = defaultSWRRatio
-	}
-	if jitter == 0 {
-		jitter = defaultSWRJitter
-	}
-	if n == 0 {
-		n = defaultSWRMaxRefreshes
-	}
-	return swr.New(ratio, jitter, n)
+	return swr.Config(*o).NewState()
 }

@@ -11,18 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // swrClient returns a Client whose GetOrLoad entries of ttl 2s are due for
 // refresh once at most 1.6s (±10%) remain, i.e. after about 0.2-0.56s, and
 // the clock it reads: SWR's decisions (and L1's expiry) follow clk, so a
-// test makes an entry due with clk.add(swrDue) instead of waiting for it.
+// test makes an entry due with clk.Add(swrDue) instead of waiting for it.
 // Redis's own TTLs still run on real time.
-func swrClient(t *testing.T, extra func(*Options)) (*Client, *fakeClock) {
+func swrClient(t *testing.T, extra func(*Options)) (*Client, *testenv.Clock) {
 	_, rdb := withRedis(t)
-	clk := &fakeClock{t: time.Now()}
-	o := Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), SWR: &SWR{Ratio: 0.8}, Clock: clk.now}
+	clk := testenv.NewClock(time.Now())
+	o := Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), SWR: &SWR{Ratio: 0.8}, Clock: clk.Now}
 	if extra != nil {
 		extra(&o)
 	}
@@ -54,7 +55,7 @@ func TestSWRServesStaleAndRefreshesInBackground(t *testing.T) {
 	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != 1 || c.swr.Stats().Started != 0 {
 		t.Fatalf("fresh entry refreshed: %d, started %d", v, c.swr.Stats().Started)
 	}
-	clk.add(swrDue)
+	clk.Add(swrDue)
 	blocked.Store(true)
 	// Due: returned at once (the loader is blocked) and a refresh starts.
 	if v, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil || v != 1 {
@@ -94,7 +95,7 @@ func TestSWRSetDuringRefreshWins(t *testing.T) {
 	if _, err := GetOrLoadTTL(bg, c, "k", swrTTL, load); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(swrDue)
+	clk.Add(swrDue)
 	if v, _ := GetOrLoadTTL(bg, c, "k", swrTTL, load); v != "loaded" {
 		t.Fatalf("stale read: %q", v)
 	}
@@ -130,7 +131,7 @@ func TestSWRFailedRefreshKeepsStaleAndWarnsWithDigest(t *testing.T) {
 	if _, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(swrDue)
+	clk.Add(swrDue)
 	if v, err := GetOrLoadTTL(bg, c, key, swrTTL, load); err != nil || v != "secret-value" {
 		t.Fatalf("stale read: %q, %v", v, err)
 	}
@@ -170,7 +171,7 @@ func TestSWRBoundsConcurrentRefreshes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.add(swrDue)
+	clk.Add(swrDue)
 	refreshing.Store(true)
 	for _, k := range []string{"a", "b"} {
 		if _, err := GetOrLoadTTL(bg, c, k, swrTTL, load); err != nil {

@@ -96,7 +96,7 @@ func TestWarningsCarryNoErrorText(t *testing.T) {
 		if _, err := GetOrLoadTTL(bg, c, leakKey, swrTTL, load); err != nil {
 			t.Fatal(err)
 		}
-		clk.add(swrDue)
+		clk.Add(swrDue)
 		if _, err := GetOrLoadTTL(bg, c, leakKey, swrTTL, load); err != nil {
 			t.Fatal(err)
 		}

@@ -151,7 +151,7 @@ func (c *Client) ticket(key string) ticket {
 	}
 	t := ticket{ver: c.l1.Version(key), at: c.now(), ok: true}
 	if c.inv != nil {
-		lim := c.inv.l1cap.Load()
+		lim := c.inv.L1Cap()
 		t.ok, t.life = lim >= 0, time.Duration(lim)
 	}
 	return t
@@ -166,7 +166,7 @@ func (c *Client) admit(key string, t ticket, stored []byte, ttl time.Duration, w
 		if c.l1.Set(key, stored, ttl) {
 			return true
 		}
-		c.stats.l1Rejected.Add(1)
+		c.stats.L1Rejected.Add(1)
 		return false
 	}
 	if t.life > 0 {
@@ -176,7 +176,7 @@ func (c *Client) admit(key string, t ticket, stored []byte, ttl time.Duration, w
 		return true
 	}
 	if writer {
-		c.stats.l1Rejected.Add(1)
+		c.stats.L1Rejected.Add(1)
 		c.dropL1(key)
 	}
 	return false

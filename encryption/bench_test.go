@@ -43,72 +43,54 @@ func rawGCM(tb testing.TB) *aesGCM {
 	return a
 }
 
-func BenchmarkSealRaw(b *testing.B) {
-	a := rawAEAD(b)
-	nonce := make([]byte, NonceSize)
+// benchSized runs one sub-benchmark per benchSizes entry: setup builds,
+// for n bytes, the operation each iteration runs.
+func benchSized(b *testing.B, setup func(n int) (op func() error)) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			pt := bytes.Repeat([]byte{7}, s.n)
-			dst := make([]byte, 0, s.n+TagSize)
+			op := setup(s.n)
 			b.SetBytes(int64(s.n))
 			b.ReportAllocs()
 			for b.Loop() {
-				a.Seal(dst[:0], nonce, pt, benchAAD)
-			}
-		})
-	}
-}
-
-func BenchmarkOpenRaw(b *testing.B) {
-	a := rawAEAD(b)
-	nonce := make([]byte, NonceSize)
-	for _, s := range benchSizes {
-		b.Run(s.name, func(b *testing.B) {
-			ct := a.Seal(nil, nonce, bytes.Repeat([]byte{7}, s.n), benchAAD)
-			dst := make([]byte, 0, s.n)
-			b.SetBytes(int64(s.n))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := a.Open(dst[:0], nonce, ct, benchAAD); err != nil {
+				if err := op(); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+func BenchmarkSealRaw(b *testing.B) {
+	a, nonce := rawAEAD(b), make([]byte, NonceSize)
+	benchSized(b, func(n int) func() error {
+		pt, dst := bytes.Repeat([]byte{7}, n), make([]byte, 0, n+TagSize)
+		return func() error { a.Seal(dst[:0], nonce, pt, benchAAD); return nil }
+	})
+}
+
+func BenchmarkOpenRaw(b *testing.B) {
+	a, nonce := rawAEAD(b), make([]byte, NonceSize)
+	benchSized(b, func(n int) func() error {
+		ct, dst := a.Seal(nil, nonce, bytes.Repeat([]byte{7}, n), benchAAD), make([]byte, 0, n)
+		return func() error { _, err := a.Open(dst[:0], nonce, ct, benchAAD); return err }
+	})
 }
 
 func BenchmarkEncryptNow(b *testing.B) {
 	m := staticManager(b, "bench", testKeyHex)
-	for _, s := range benchSizes {
-		b.Run(s.name, func(b *testing.B) {
-			pt := bytes.Repeat([]byte{7}, s.n)
-			dst := make([]byte, 0, s.n+Overhead)
-			b.SetBytes(int64(s.n))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := m.EncryptNow(dst[:0], pt, benchAAD); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchSized(b, func(n int) func() error {
+		pt, dst := bytes.Repeat([]byte{7}, n), make([]byte, 0, n+Overhead)
+		return func() error { _, _, err := m.EncryptNow(dst[:0], pt, benchAAD); return err }
+	})
 }
 
 func BenchmarkDecryptNow(b *testing.B) {
 	m := staticManager(b, "bench", testKeyHex)
-	for _, s := range benchSizes {
-		b.Run(s.name, func(b *testing.B) {
-			sealed, _, _ := m.EncryptNow(nil, bytes.Repeat([]byte{7}, s.n), benchAAD)
-			dst := make([]byte, 0, s.n)
-			b.SetBytes(int64(s.n))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := m.DecryptNow(dst[:0], sealed, benchAAD); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchSized(b, func(n int) func() error {
+		sealed, _, _ := m.EncryptNow(nil, bytes.Repeat([]byte{7}, n), benchAAD)
+		dst := make([]byte, 0, n)
+		return func() error { _, _, err := m.DecryptNow(dst[:0], sealed, benchAAD); return err }
+	})
 }
 
 // BenchmarkEncryptDeferred measures the deferred path once keys exist: the

@@ -73,14 +73,14 @@ func TestTTLWithClock(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 1 << 20, Clock: clk.Now})
 	v := value(7, 100)
 	c.Set("k", v, 10*time.Second)
-	clk.Advance(10*time.Second - time.Nanosecond)
+	clk.Add(10*time.Second - time.Nanosecond)
 	mustGet(t, c, "k", v)
-	clk.Advance(time.Nanosecond)
+	clk.Add(time.Nanosecond)
 	mustMiss(t, c, "k")
 	// A new Set restarts the clock for the key.
 	c.Set("k", v, time.Second)
 	mustGet(t, c, "k", v)
-	clk.Advance(time.Second)
+	clk.Add(time.Second)
 	mustMiss(t, c, "k")
 }
 

@@ -1,31 +1,15 @@
 package l1
 
 import (
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
 
-// fakeClock is a manually advanced Config.Clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
+// newFakeClock is a manually advanced Config.Clock.
+func newFakeClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // newCache builds a Cache and closes it when the test ends.

@@ -42,10 +42,10 @@ func TestTouchPolicy(t *testing.T) {
 		if *n != touchesPerWindow {
 			t.Fatalf("window %d: %d hits reported %d accesses, want %d", w, 10*touchesPerWindow, *n, touchesPerWindow)
 		}
-		clk.Advance(window)
+		clk.Add(window)
 	}
 	// A clock that steps back starts a fresh count too.
-	clk.Advance(-10 * window)
+	clk.Add(-10 * window)
 	*n = 0
 	mustGet(t, c, "k", v)
 	if *n != 1 {

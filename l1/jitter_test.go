@@ -54,9 +54,9 @@ func TestJitterFractions(t *testing.T) {
 			if tc.jitter > 0 && (got > ttl || got <= time.Duration(float64(ttl)*(1-tc.jitter))) {
 				t.Fatalf("effective TTL %v outside (ttl×(1−j), ttl]", got)
 			}
-			clk.Advance(got - 1)
+			clk.Add(got - 1)
 			mustGet(t, c, "k", v)
-			clk.Advance(1)
+			clk.Add(1)
 			mustMiss(t, c, "k")
 		})
 	}

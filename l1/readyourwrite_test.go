@@ -30,55 +30,56 @@ func TestReadYourWriteUnderEviction(t *testing.T) {
 	runRYW(t, c, false)
 }
 
-func runRYW(t *testing.T, c *Cache, roomy bool) {
+// inTwo runs fn(g) in two goroutines, g 0 and 1, and fails t with what
+// each returned ("": nothing wrong).
+func inTwo(t *testing.T, fn func(g int) string) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan string, 2)
+	var msgs [2]string
 	for g := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prefix := strconv.Itoa(g) + ":"
-			fail := func(msg string, i int) {
-				errs <- msg + " at iteration " + strconv.Itoa(i)
-			}
-			for i := range rywOps {
-				var key string
-				switch i % 3 {
-				case 0:
-					key = prefix + "new:" + strconv.Itoa(i) // never written before
-				default:
-					key = prefix + "hot:" + strconv.Itoa(i%16) // overwritten
-				}
-				v := value(g<<24|i, 64+i%64)
-				ok := c.Set(key, v, time.Minute)
-				if roomy && !ok {
-					fail("Set returned false in a roomy cache", i)
-					return
-				}
-				got, hit := c.Get(key)
-				if ok && roomy && !hit {
-					fail("missing value after Set returned true", i)
-					return
-				}
-				if hit && (!ok || string(got) != string(v)) {
-					fail("stale value after Set", i)
-					return
-				}
-				if i%7 == 0 {
-					c.Delete(key)
-					if _, hit := c.Get(key); hit {
-						fail("value readable after Delete", i)
-						return
-					}
-				}
-			}
-		}()
+		wg.Go(func() { msgs[g] = fn(g) })
 	}
 	wg.Wait()
-	close(errs)
-	for msg := range errs {
-		t.Error(msg)
+	for _, msg := range msgs {
+		if msg != "" {
+			t.Error(msg)
+		}
 	}
+}
+
+func runRYW(t *testing.T, c *Cache, roomy bool) {
+	inTwo(t, func(g int) string {
+		prefix := strconv.Itoa(g) + ":"
+		at := func(msg string, i int) string { return msg + " at iteration " + strconv.Itoa(i) }
+		for i := range rywOps {
+			var key string
+			switch i % 3 {
+			case 0:
+				key = prefix + "new:" + strconv.Itoa(i) // never written before
+			default:
+				key = prefix + "hot:" + strconv.Itoa(i%16) // overwritten
+			}
+			v := value(g<<24|i, 64+i%64)
+			ok := c.Set(key, v, time.Minute)
+			if roomy && !ok {
+				return at("Set returned false in a roomy cache", i)
+			}
+			got, hit := c.Get(key)
+			if ok && roomy && !hit {
+				return at("missing value after Set returned true", i)
+			}
+			if hit && (!ok || string(got) != string(v)) {
+				return at("stale value after Set", i)
+			}
+			if i%7 == 0 {
+				c.Delete(key)
+				if _, hit := c.Get(key); hit {
+					return at("value readable after Delete", i)
+				}
+			}
+		}
+		return ""
+	})
 }
 
 // Both goroutines write the same keys. A goroutine that just stored its
@@ -86,39 +87,26 @@ func runRYW(t *testing.T, c *Cache, roomy bool) {
 // its own older values.
 func TestReadYourWriteSharedKeys(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 64 << 20})
-	var wg sync.WaitGroup
-	errs := make(chan string, 2)
-	for g := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range rywOps {
-				key := "shared:" + strconv.Itoa(i%8)
-				if i%5 == 0 {
-					key = "shared:new:" + strconv.Itoa(i) // both create it
-				}
-				v := make([]byte, 16)
-				binary.BigEndian.PutUint64(v, uint64(g))
-				binary.BigEndian.PutUint64(v[8:], uint64(i))
-				if !c.Set(key, v, time.Minute) {
-					errs <- "Set returned false in a roomy cache"
-					return
-				}
-				got, hit := c.Get(key)
-				if !hit {
-					errs <- "miss after Set returned true at " + strconv.Itoa(i)
-					return
-				}
-				if binary.BigEndian.Uint64(got) == uint64(g) && binary.BigEndian.Uint64(got[8:]) != uint64(i) {
-					errs <- "own older value read back at " + strconv.Itoa(i)
-					return
-				}
+	inTwo(t, func(g int) string {
+		for i := range rywOps {
+			key := "shared:" + strconv.Itoa(i%8)
+			if i%5 == 0 {
+				key = "shared:new:" + strconv.Itoa(i) // both create it
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for msg := range errs {
-		t.Error(msg)
-	}
+			v := make([]byte, 16)
+			binary.BigEndian.PutUint64(v, uint64(g))
+			binary.BigEndian.PutUint64(v[8:], uint64(i))
+			if !c.Set(key, v, time.Minute) {
+				return "Set returned false in a roomy cache"
+			}
+			got, hit := c.Get(key)
+			if !hit {
+				return "miss after Set returned true at " + strconv.Itoa(i)
+			}
+			if binary.BigEndian.Uint64(got) == uint64(g) && binary.BigEndian.Uint64(got[8:]) != uint64(i) {
+				return "own older value read back at " + strconv.Itoa(i)
+			}
+		}
+		return ""
+	})
 }

@@ -3,11 +3,11 @@ package l1
 import (
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
@@ -81,12 +81,12 @@ func TestRewriteCarriesItsOwnTTL(t *testing.T) {
 	if got := c.Stats().Rewrites; got != 2 {
 		t.Fatalf("Rewrites = %d, want 2; the test needs both", got)
 	}
-	clk.Advance(time.Minute - time.Nanosecond)
+	clk.Add(time.Minute - time.Nanosecond)
 	mustGet(t, c, "short", vs)
-	clk.Advance(time.Nanosecond)
+	clk.Add(time.Nanosecond)
 	mustMiss(t, c, "short")
 	mustGet(t, c, "long", vl)
-	clk.Advance(59 * time.Minute)
+	clk.Add(59 * time.Minute)
 	mustMiss(t, c, "long")
 }
 
@@ -143,7 +143,7 @@ func TestHugeTTLDoesNotWrap(t *testing.T) {
 	if !c.Set("k", v, time.Duration(math.MaxInt64)) {
 		t.Fatal("Set returned false")
 	}
-	clk.Advance(100 * 365 * 24 * time.Hour)
+	clk.Add(100 * 365 * 24 * time.Hour)
 	mustGet(t, c, "k", v)
 }
 
@@ -154,23 +154,12 @@ func TestRewriteReadersSeeWholeValues(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 1 << 20})
 	long, short := value(1, 100), value(2, 60) // one size class apart: rewrites
 	c.Set("k", long, time.Hour)
-	var wg sync.WaitGroup
 	var torn atomic.Int64
-	stop := make(chan struct{})
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if got, ok := c.Get("k"); !ok || (string(got) != string(long) && string(got) != string(short)) {
-					torn.Add(1)
-				}
-			}
-		})
-	}
+	stop := testenv.Spin(2, func() {
+		if got, ok := c.Get("k"); !ok || (string(got) != string(long) && string(got) != string(short)) {
+			torn.Add(1)
+		}
+	})
 	for i := range 20000 {
 		v := long
 		if i%2 == 0 {
@@ -178,8 +167,7 @@ func TestRewriteReadersSeeWholeValues(t *testing.T) {
 		}
 		c.Set("k", v, time.Hour)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if c.Stats().Rewrites < 20000 {
 		t.Fatalf("%d rewrites: the test needs every Set to rewrite", c.Stats().Rewrites)
 	}

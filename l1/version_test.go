@@ -2,10 +2,11 @@ package l1
 
 import (
 	"encoding/binary"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 )
 
 func TestVersionStableWithoutWrites(t *testing.T) {
@@ -103,35 +104,20 @@ func TestBackfillRaceNeverGoesBackwards(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 1 << 20})
 	var tier atomic.Uint64 // the slower tier's current sequence number
 	enc := func(n uint64) []byte { b := make([]byte, 8); binary.BigEndian.PutUint64(b, n); return b }
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c.Delete("k")
-				if _, ok := c.Get("k"); !ok {
-					v := c.Version("k")
-					c.SetIfVersion("k", enc(tier.Load()), time.Minute, v)
-				}
-			}
-		}()
-	}
+	stop := testenv.Spin(2, func() {
+		c.Delete("k")
+		if _, ok := c.Get("k"); !ok {
+			v := c.Version("k")
+			c.SetIfVersion("k", enc(tier.Load()), time.Minute, v)
+		}
+	})
+	defer stop()
 	for i := uint64(1); i <= 3000; i++ {
 		tier.Store(i)
 		c.Set("k", enc(i), time.Minute)
 		if got, ok := c.Get("k"); ok && binary.BigEndian.Uint64(got) < i {
-			close(stop)
-			wg.Wait()
+			stop()
 			t.Fatalf("after Set %d read older value %d", i, binary.BigEndian.Uint64(got))
 		}
 	}
-	close(stop)
-	wg.Wait()
 }

@@ -44,16 +44,23 @@ func (lp leaseProbe) lease() bool {
 	return err == nil && n == int64(LeaseLen) && lp.head.Val() == LeaseMagic
 }
 
-// existsKey reports whether key holds an entry (not a lease): EXISTS and
-// the lease probe in one pipeline.
-func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
-	var ex *redis.IntCmd
+// withLeaseProbe sends cmd, a command on key, and key's lease probe in one
+// pipeline, and returns the probe.
+func (s *Store) withLeaseProbe(ctx context.Context, key string, cmd redis.Cmder) leaseProbe {
 	var lp leaseProbe
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		ex = p.Exists(ctx, key)
+		_ = p.Process(ctx, cmd)
 		lp = probeLease(ctx, p, key)
 		return nil
 	})
+	return lp
+}
+
+// existsKey reports whether key holds an entry (not a lease): EXISTS and
+// the lease probe in one pipeline.
+func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
+	ex := redis.NewIntCmd(ctx, "exists", key)
+	lp := s.withLeaseProbe(ctx, key, ex)
 	n, err := ex.Result()
 	return n > 0 && !lp.lease(), err
 }
@@ -61,13 +68,8 @@ func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
 // pttlKey is PTTL of key (go-redis's DurationCmd convention: -2ns missing,
 // -1ns no expiry), a lease reading as missing; one pipeline.
 func (s *Store) pttlKey(ctx context.Context, key string) (time.Duration, error) {
-	var d *redis.DurationCmd
-	var lp leaseProbe
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		d = p.PTTL(ctx, key)
-		lp = probeLease(ctx, p, key)
-		return nil
-	})
+	d := redis.NewDurationCmd(ctx, time.Millisecond, "pttl", key)
+	lp := s.withLeaseProbe(ctx, key, d)
 	v, err := d.Result()
 	if err == nil && lp.lease() {
 		return -2, nil

@@ -197,11 +197,19 @@ func intAt(reply []any, i int) (int64, bool) {
 // the same script announces key after storing it. A key written, deleted,
 // expired or evicted since the lease was planted keeps what it has.
 func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration) (bool, error) {
+	return s.setIf(ctx, fillScript, key, lease, val, ttl)
+}
+
+// setIf runs script, a SET of val under key for ttl on the condition arg
+// names (Fill's lease, SetIfDigest's digest), announcing key after
+// storing it when the Store announces writes, and reports whether it
+// stored.
+func (s *Store) setIf(ctx context.Context, script *redis.Script, key, arg string, val []byte, ttl time.Duration) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
 	ch, msg := s.announceArgs(key)
-	return s.runDone(ctx, "set", fillScript, key, lease, val, pxMillis(ttl), ch, msg)
+	return s.runDone(ctx, "set", script, key, arg, val, pxMillis(ttl), ch, msg)
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
@@ -300,11 +308,7 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 // any write since then makes a no-op), and reports whether it did; it
 // announces key as Fill does.
 func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, ErrInvalidTTL
-	}
-	ch, msg := s.announceArgs(key)
-	return s.runDone(ctx, "set", casScript, key, digest, val, pxMillis(ttl), ch, msg)
+	return s.setIf(ctx, casScript, key, digest, val, ttl)
 }
 
 // dropLeases turns every lease placeholder in vals into nil (missing).

@@ -102,14 +102,22 @@ func TestSetIfDigest(t *testing.T) {
 	}
 }
 
+// setupLeased is setup with a lease planted in leaseKey and the entry "v"
+// in entryKey, each for a minute; it returns the lease.
+func setupLeased(t *testing.T, leaseKey, entryKey string) (*fixture, string) {
+	t.Helper()
+	f := setup(t)
+	lease := NewLease()
+	f.rdb.Set(bg, leaseKey, lease, time.Minute)
+	f.rdb.Set(bg, entryKey, "v", time.Minute)
+	return f, lease
+}
+
 // Every read of l2 sees a key under a lease as missing, and every write
 // that must not create or extend an entry leaves the lease alone.
 func TestLeaseIsAbsentToEveryRead(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
-	lease := NewLease()
-	f.rdb.Set(bg, "k", lease, time.Minute)
-	f.rdb.Set(bg, "other", "v", time.Minute)
+	f, lease := setupLeased(t, "k", "other")
 	if _, err := f.store.Get(bg, "k"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get = %v", err)
 	}
@@ -201,10 +209,7 @@ func TestLeaseIsAbsentToBoundedReads(t *testing.T) {
 // and Release gives a lease back with a plain DEL.
 func TestLeaseReadsAndReleaseUnderOOM(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
-	lease := NewLease()
-	f.rdb.Set(bg, "lease", lease, time.Minute)
-	f.rdb.Set(bg, "entry", "v", time.Minute)
+	f, lease := setupLeased(t, "lease", "entry")
 	f.rdb.Set(bg, "ballast", strings.Repeat("x", 4<<20), time.Minute)
 	if err := f.rdb.ConfigSet(bg, "maxmemory-policy", "noeviction").Err(); err != nil {
 		t.Fatal(err)

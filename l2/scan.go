@@ -95,6 +95,58 @@ func (s *Store) scan(ctx context.Context, pattern string, count int64, start uin
 	return err
 }
 
+// Entry is one entry as ScanEntries reads it, unopened.
+type Entry struct {
+	Key    string        // the key without the walk's prefix
+	Stored []byte        // the bytes Redis holds; nil when the key holds another Redis type
+	TTL    time.Duration // remaining time to live; 0: no expiry
+}
+
+// ScanEntries is ScanFrom that also reads each batch's entries (ReadRaw,
+// one pipeline per batch) and hands fn the entries, their keys without
+// prefix. A key that expires between the walk and the read is left out;
+// a lease placeholder is no entry (Stored nil).
+func (s *Store) ScanEntries(ctx context.Context, prefix, pattern string, count int64, cursor uint64, fn func(batch []Entry, next uint64) error) error {
+	return s.ScanFrom(ctx, prefix, pattern, count, cursor, func(keys []string, next uint64) error {
+		var batch []Entry
+		if len(keys) > 0 {
+			vals, ttls, other, err := s.ReadRaw(ctx, keys)
+			if err != nil {
+				return err
+			}
+			batch = make([]Entry, 0, len(keys))
+			for i, k := range keys {
+				if vals[i] == nil && !other[i] {
+					continue // expired since the walk
+				}
+				batch = append(batch, Entry{Key: strings.TrimPrefix(k, prefix), Stored: vals[i], TTL: ttls[i]})
+			}
+		}
+		return fn(batch, next)
+	})
+}
+
+// UnlinkMatching unlinks every key that starts with prefix and matches
+// pattern after it (ScanFrom, then Unlink, a batch at a time), calls
+// unlinked with each batch's keys, without prefix, once their UNLINK was
+// sent (whether or not it failed), and returns how many Redis deleted.
+func (s *Store) UnlinkMatching(ctx context.Context, prefix, pattern string, count int64, unlinked func(keys []string)) (int64, error) {
+	var deleted int64
+	err := s.ScanFrom(ctx, prefix, pattern, count, 0, func(keys []string, _ uint64) error {
+		if len(keys) == 0 {
+			return nil
+		}
+		n, err := s.Unlink(ctx, keys...)
+		deleted += n
+		for i, k := range keys {
+			keys[i] = strings.TrimPrefix(k, prefix)
+		}
+		unlinked(keys)
+		return err
+	})
+	return deleted, err
+}
+
 // ReadRaw reads the value and remaining TTL of each key with single-key
 // commands in one pipeline (so it works against one node of a cluster for
 // keys in different slots). vals[i] is nil for a missing key; other[i]

@@ -82,7 +82,7 @@ func TestSwapManyCluster(t *testing.T) {
 	if err := rdb.RPush(bg, "k:1", "now a list").Err(); err != nil {
 		t.Fatal(err)
 	}
-	done, errs := s.SwapMany(bg, items)
+	done, errs := s.SwapMany(bg, "", items)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("item %d: %v", i, err)
@@ -176,5 +176,46 @@ func TestScanFromPrefixIsLiteral(t *testing.T) {
 	})
 	if err != nil || fmt.Sprint(got) != "[\xff*q]" { // not UTF-8, and literal
 		t.Fatalf("ScanFrom = %q, %v", got, err)
+	}
+}
+
+// TestScanEntriesAndUnlinkMatching: ScanEntries hands over the entries
+// under a prefix with the prefix cut, their bytes and TTLs, a key of
+// another type with nil bytes and no lease placeholder as an entry;
+// UnlinkMatching deletes what matches, reports each batch's keys without
+// the prefix and counts what Redis deleted.
+func TestScanEntriesAndUnlinkMatching(t *testing.T) {
+	f := setup(t)
+	if err := f.store.Set(bg, "p:a", []byte("va"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.RPush(bg, "p:list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.Set(bg, "p:leased", NewLease(), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Set(bg, "q:b", []byte("vb"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	err := f.store.ScanEntries(bg, "p:", "*", 100, 0, func(batch []Entry, _ uint64) error {
+		for _, e := range batch {
+			got[e.Key] = e
+		}
+		return nil
+	})
+	if err != nil || len(got) != 2 || string(got["a"].Stored) != "va" || got["a"].TTL <= 0 ||
+		got["list"].Stored != nil || got["list"].Key != "list" {
+		t.Fatalf("ScanEntries = %+v, %v", got, err)
+	}
+	var unlinked []string
+	n, err := f.store.UnlinkMatching(bg, "p:", "*", 100, func(keys []string) { unlinked = append(unlinked, keys...) })
+	sort.Strings(unlinked)
+	if err != nil || n != 3 || fmt.Sprint(unlinked) != "[a leased list]" {
+		t.Fatalf("UnlinkMatching = %d %q, %v", n, unlinked, err)
+	}
+	if ok, _ := f.store.Exists(bg, "q:b"); !ok {
+		t.Fatal("UnlinkMatching deleted a key outside its prefix")
 	}
 }

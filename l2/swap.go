@@ -19,11 +19,11 @@ return 0`)
 
 // Swap is one compare-and-set for SwapMany.
 type Swap struct {
-	Key      string
-	Old, New []byte
+	Key      string // the key after SwapMany's prefix
+	Old, New []byte // the bytes expected, and their replacement
 }
 
-// SwapMany replaces each item's value with New, keeping the key's remaining
+// SwapMany replaces the value of each item's key (prefix+Key) with New, keeping the key's remaining
 // TTL, only while the key still holds exactly Old (one server-side script
 // per key, sent with EVAL in one pipeline, so it needs no script cache and
 // works against one node of a cluster for keys in different slots): a
@@ -31,9 +31,9 @@ type Swap struct {
 // item i was swapped; errs[i] is non-nil when item i failed (then done[i]
 // is false). done[i] false with errs[i] nil means the key no longer held
 // Old.
-func (s *Store) SwapMany(ctx context.Context, items []Swap) (done []bool, errs []error) {
+func (s *Store) SwapMany(ctx context.Context, prefix string, items []Swap) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "swap", swapScript, len(items), func(i int) (string, []any) {
-		return items[i].Key, []any{items[i].Old, items[i].New}
+		return prefix + items[i].Key, []any{items[i].Old, items[i].New}
 	})
 	return eachDone("swap", len(items), cmds, err)
 }

@@ -20,7 +20,7 @@
 //   - l1 and l2 import neither crypto/aes nor crypto/cipher themselves,
 //     and cmd/cachekit does not import go-redis itself.
 //   - Of cachekit's files only options.go imports go-redis, and
-//     internal/guard, flight, observe, swr, codec and names import neither
+//     internal/guard, flight, observe, swr, coherence, codec and names import neither
 //     go-redis nor cachekit.
 //   - internal/codec reaches neither cachekit, encryption, l1, l2,
 //     go-redis nor ristretto, even transitively.

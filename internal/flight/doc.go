@@ -1,6 +1,7 @@
 // Package flight shares one run of a function among the callers that ask
 // for the same key while it runs (single-flight), for single keys and for
-// batches, and lets callers wait for a key to change (Waiters). It is
+// batches, lets callers wait for a key to change (Waiters), and runs a
+// caller's loader (Load: its TTL override, its error's mark). It is
 // Redis-free: the Client's lease scripts live in package l2; the waiting
 // they need lives here.
 //
@@ -22,4 +23,8 @@
 //   - A Waiters channel holds at most one pending wake; a waiter registered
 //     (Add) before a change is woken by that change's Wake, and each Add is
 //     followed by exactly one Remove (Await removes its waiter itself).
+//   - A loader's error reaches the operation marked (*LoaderError), and only
+//     a loader's is: the operation tells "the loader failed" from its own
+//     failures by the mark alone, and returns the loader's error unmarked.
+//     A recovered panic is named by its value's type only (it may hold data).
 package flight

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/testenv"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -18,23 +18,10 @@ var bg = context.Background()
 // BackendError is l2's, as the Guard returns it.
 type BackendError = l2.BackendError
 
-// fakeClock is a settable clock for breaker tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestBreakerOpensRefusesProbesAndCloses(t *testing.T) {
 	t.Parallel()
-	clk := &fakeClock{t: time.Unix(1000, 0)}
-	g := New(Config{BreakerThreshold: 3, BreakerOpenFor: time.Second}, Hooks{Now: clk.now})
+	clk := testenv.NewClock(time.Unix(1000, 0))
+	g := New(Config{BreakerThreshold: 3, BreakerOpenFor: time.Second}, Hooks{Now: clk.Now})
 	b := g.br
 	for i := range 3 {
 		ok, probe := b.allow()
@@ -49,7 +36,7 @@ func TestBreakerOpensRefusesProbesAndCloses(t *testing.T) {
 	if ok, _ := b.allow(); ok {
 		t.Fatal("open breaker let a call through")
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	ok, probe := b.allow()
 	if !ok || !probe {
 		t.Fatal("half-open breaker refused its probe")
@@ -61,7 +48,7 @@ func TestBreakerOpensRefusesProbesAndCloses(t *testing.T) {
 	if st, n := b.snapshot(); st != Open || n != 2 {
 		t.Fatalf("failed probe: %v (opened %d)", st, n)
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	_, probe = b.allow()
 	b.record(probe, outcomeSuccess)
 	if st, _ := b.snapshot(); st != Closed {
@@ -113,8 +100,8 @@ func TestGuardRetriesTransientOnly(t *testing.T) {
 
 func TestGuardBreakerRefusesWithBackendError(t *testing.T) {
 	t.Parallel()
-	clk := &fakeClock{t: time.Unix(1000, 0)}
-	g := New(Config{MaxAttempts: 1, BreakerThreshold: 2, BreakerOpenFor: time.Minute}, Hooks{Now: clk.now})
+	clk := testenv.NewClock(time.Unix(1000, 0))
+	g := New(Config{MaxAttempts: 1, BreakerThreshold: 2, BreakerOpenFor: time.Minute}, Hooks{Now: clk.Now})
 	fail := func(context.Context) error { return &BackendError{Op: "get", Err: io.EOF} }
 	_ = g.Do(bg, "get", fail)
 	_ = g.Do(bg, "get", fail)
@@ -211,8 +198,8 @@ func TestGuardOneBudget(t *testing.T) {
 // ErrOverloaded).
 func TestOpenBreakerRefusesBeforeSlotWait(t *testing.T) {
 	// Not parallel: bounds a refusal at 10 ms.
-	clk := &fakeClock{t: time.Unix(1000, 0)}
-	g := New(Config{MaxInFlight: 1, MaxAttempts: 1, BreakerThreshold: 1, MaxWait: time.Second}, Hooks{Now: clk.now})
+	clk := testenv.NewClock(time.Unix(1000, 0))
+	g := New(Config{MaxInFlight: 1, MaxAttempts: 1, BreakerThreshold: 1, MaxWait: time.Second}, Hooks{Now: clk.Now})
 	_ = g.Do(bg, "get", func(context.Context) error { return io.EOF }) // opens
 	release := make(chan struct{})
 	held := make(chan struct{})

@@ -1,7 +1,8 @@
 // Package observe records what each public operation of a cachekit.Client
 // did: one span (an OpenTelemetry TracerProvider) and one count and
 // duration (a MeterProvider) per operation, plus the loader's child span,
-// span events and the Client's observable gauges.
+// span events and the Client's observable gauges; it holds the counters
+// behind the Client's Stats (Counters) and classes errors (Errors).
 //
 // # Invariants
 //
@@ -11,15 +12,19 @@
 //     whether it reads values.
 //   - Nothing observed carries a key, a value or an error's text: a key
 //     appears only as the owner's keyed digest (and only on a recording
-//     span), an error only as its class (error.type), which the owner's
-//     Classify function decides (a loader's error text may name a key).
+//     span), an error only as its class (error.type; a loader's error text
+//     may name a key). Errors (classes.go) is the one place that classes
+//     an error: the observer knows the errors of the packages below the
+//     owner, the owner names its own sentinels.
 //   - Without providers there is no Observer: a nil *Observer's Begin is one
 //     nil check, and End, Event and the counters' hooks do nothing.
+//   - Counters are always on, providers or not, and each count is one
+//     atomic add (the L1 hits a striped one): the hot path bumps them.
 //   - With SDK metrics, recording allocates nothing in steady state: the
 //     attribute sets are built once (per combination, on first use) and
 //     observed calls come from a pool.
 //
 // The package needs nothing of cachekit.Client: the owner gives it the
-// providers, a key digest, an error classifier and a snapshot function for
-// the gauges.
+// providers, a key digest, its own error sentinels (Errors) and a snapshot
+// function for the gauges.
 package observe

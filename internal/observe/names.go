@@ -1,15 +1,19 @@
 package observe
 
 import (
+	"cmp"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
 
@@ -42,6 +46,16 @@ func NewDigester(masterKey []byte, tenant string) Digester {
 	return d
 }
 
+// DigesterFor returns the Digester of a Client configured with enc (nil:
+// no encryption): keyed from its static master key and tenant, random
+// without encryption or with a KeyProvider (see cachekit's KeyDigest).
+func DigesterFor(enc *encryption.Config) Digester {
+	if enc == nil || enc.Provider != nil {
+		return NewDigester(nil, "")
+	}
+	return NewDigester(enc.MasterKey, cmp.Or(enc.Tenant, encryption.DefaultTenant))
+}
+
 // Digest returns hex of the first 8 bytes of BLAKE2b-256 of fullKey, keyed
 // with the Digester's key.
 func (d *Digester) Digest(fullKey string) string {
@@ -49,6 +63,21 @@ func (d *Digester) Digest(fullKey string) string {
 	h.Write([]byte(fullKey))
 	var sum [blake2b.Size256]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:8])
+}
+
+// Limiter lets one event through per interval (a log line that a broken
+// Redis or a flood of tampered entries would otherwise repeat). The zero
+// Limiter lets the first event through.
+type Limiter struct{ last atomic.Int64 }
+
+// Allow reports whether an event at now may pass: none passed within
+// every before it. Of events racing for the same turn, one passes.
+func (l *Limiter) Allow(now time.Time, every time.Duration) bool {
+	t, last := now.UnixNano(), l.last.Load()
+	if last != 0 && t-last < int64(every) {
+		return false
+	}
+	return l.last.CompareAndSwap(last, t)
 }
 
 // ErrorAttrs describes err, of class, for a log line without any of its

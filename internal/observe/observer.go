@@ -23,10 +23,10 @@ type Config struct {
 	Meter  metric.MeterProvider
 	// Digest names a key on a span (the owner's keyed digest).
 	Digest func(key string) string
-	// Classify tells how a failed operation ended: Miss (not found),
-	// Degraded (FailOpen turned a Redis failure into a miss), or Failed
-	// with the error's class.
-	Classify func(err error) (Outcome, Class)
+	// Errors names the owner's own errors, so that the observer tells how
+	// a failed operation ended (a miss, FailOpen's degraded read, or a
+	// failure of some class).
+	Errors *Errors
 	// Snapshot is read at each metrics collection for the gauges.
 	Snapshot func() Snapshot
 }
@@ -146,7 +146,7 @@ func (o *Observer) end(ctx context.Context, oc *Call, r Result, err error) {
 		out = Hit
 	case err == nil:
 	default:
-		out, class = o.cfg.Classify(err)
+		out, class = o.cfg.Errors.Outcome(err)
 		if out == Failed && r.LoaderFailed {
 			class = Loader
 		}

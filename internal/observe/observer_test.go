@@ -5,12 +5,16 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/cachekit-io/cachekit-go/encryption"
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 var bg = context.Background()
@@ -57,7 +61,7 @@ func TestSpanAndMetric(t *testing.T) {
 		Tracer:   sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
 		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 		Digest:   func(string) string { return "digest" },
-		Classify: func(error) (Outcome, Class) { return Failed, Redis },
+		Errors:   &Errors{Degraded: func(error) bool { return false }},
 		Snapshot: func() Snapshot { return Snapshot{} },
 	})
 	if err != nil {
@@ -67,7 +71,7 @@ func TestSpanAndMetric(t *testing.T) {
 	ctx, oc := o.Begin(bg, OpGetBytes, "secret-key", 1)
 	o.End(ctx, oc, Result{Tier: L1, Size: 3}, nil)
 	ctx, oc = o.Begin(bg, OpSet, "secret-key", 1)
-	o.End(ctx, oc, Result{Tier: L2}, errors.New("down"))
+	o.End(ctx, oc, Result{Tier: L2}, &l2.BackendError{Op: "set", Err: errors.New("down")})
 	spans := rec.Ended()
 	if len(spans) != 2 || spans[0].Name() != "cachekit.GetBytes" || spans[1].Name() != "cachekit.Set" {
 		t.Fatalf("spans %v", spans)
@@ -110,5 +114,73 @@ func TestSpanAndMetric(t *testing.T) {
 	}
 	if points == 0 {
 		t.Fatal("no operation.duration point for the get hit")
+	}
+}
+
+// TestErrorsClassAndOutcome: the owner's sentinels and the errors of the
+// packages below it each get their class, in the order that decides a
+// wrapped mix (the caller's context before a Redis failure); a degraded
+// read and a miss are outcomes, not classes.
+func TestErrorsClassAndOutcome(t *testing.T) {
+	notFound, closed, invalid := errors.New("nf"), errors.New("closed"), errors.New("bad input")
+	degraded := errors.New("degraded")
+	e := &Errors{NotFound: notFound, Closed: closed, Invalid: []error{invalid},
+		Degraded: func(err error) bool { return errors.Is(err, degraded) }}
+	backend := &l2.BackendError{Op: "get", Err: errors.New("down")}
+	for _, c := range []struct {
+		err  error
+		want Class
+	}{
+		{context.Canceled, Canceled},
+		{&l2.BackendError{Op: "get", Err: context.DeadlineExceeded}, Deadline},
+		{closed, Closed},
+		{l2.ErrWrongType, WrongType},
+		{backend, Redis},
+		{invalid, Invalid},
+		{errors.New("else"), Other},
+	} {
+		if got := e.Class(c.err); got != c.want {
+			t.Errorf("Class(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if out, class := e.Outcome(errors.Join(degraded, notFound)); out != Degraded || class != NoClass {
+		t.Errorf("degraded read: %v %v", out, class)
+	}
+	if out, class := e.Outcome(notFound); out != Miss || class != NoClass {
+		t.Errorf("miss: %v %v", out, class)
+	}
+	if out, class := e.Outcome(backend); out != Failed || class != Redis {
+		t.Errorf("failure: %v %v", out, class)
+	}
+}
+
+// TestLimiterOnePerInterval: the first event passes, the next only once
+// the interval has passed since the last that passed.
+func TestLimiterOnePerInterval(t *testing.T) {
+	var l Limiter
+	t0 := time.Unix(1000, 0)
+	for i, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{0, true}, {time.Second, false}, {10 * time.Second, true}, {15 * time.Second, false}, {20 * time.Second, true}} {
+		if got := l.Allow(t0.Add(c.at), 10*time.Second); got != c.want {
+			t.Fatalf("event %d at +%v: Allow = %v, want %v", i, c.at, got, c.want)
+		}
+	}
+}
+
+// TestDigesterFor: a static master key gives every process the same
+// digests (the default tenant when none is set); a KeyProvider or no
+// encryption a random key.
+func TestDigesterFor(t *testing.T) {
+	key := make([]byte, 32)
+	a := DigesterFor(&encryption.Config{MasterKey: key})
+	b := DigesterFor(&encryption.Config{MasterKey: key, Tenant: encryption.DefaultTenant})
+	if a.Digest("k") != b.Digest("k") {
+		t.Fatal("the same key and tenant gave different digests")
+	}
+	r := DigesterFor(nil)
+	if r.Digest("k") == a.Digest("k") {
+		t.Fatal("no encryption digested with the master key's digest key")
 	}
 }

@@ -177,66 +177,42 @@ func (p *Proxy) serve(client *net.TCPConn) {
 	p.mu.Unlock()
 	if server != nil {
 		p.wg.Add(1)
-		go func() { defer p.wg.Done(); pc.fromServer() }()
+		go func() { defer p.wg.Done(); pc.pump(pc.server, pc.client, true) }()
 	}
-	pc.fromClient()
+	pc.pump(pc.client, pc.server, false)
 }
 
-// fromClient carries requests from the client to the server.
-func (pc *proxyConn) fromClient() {
+// pump carries bytes from src to dst: requests from the client to the
+// server, or (toClient) replies from the server to the client, which
+// ResetMidReply cuts in half. In BlackHole mode bytes are dropped, and a
+// server that ends keeps the client open: the client side ends it if the
+// mode changes and a request finds the server gone (or never reached).
+func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 	buf := make([]byte, proxyBufSize)
 	for {
-		n, err := pc.client.Read(buf)
+		n, err := src.Read(buf)
 		if n > 0 {
-			switch pc.p.currentMode() {
-			case modeBlackHole: // dropped
-			case modeReset:
+			switch mode := pc.p.currentMode(); {
+			case mode == modeBlackHole: // dropped
+			case mode == modeReset:
+				pc.end(true)
+				return
+			case mode == modeResetMidReply && toClient:
+				_, _ = dst.Write(buf[:max(1, n/2)])
+				pc.end(true)
+				return
+			case dst == nil: // the target was never reached
 				pc.end(true)
 				return
 			default:
-				if pc.server == nil { // the target was never reached
-					pc.end(true)
-					return
-				}
-				if _, err := pc.server.Write(buf[:n]); err != nil {
+				if _, err := dst.Write(buf[:n]); err != nil {
 					pc.end(false)
 					return
 				}
 			}
 		}
 		if err != nil {
-			pc.end(false)
-			return
-		}
-	}
-}
-
-// fromServer carries replies from the server to the client.
-func (pc *proxyConn) fromServer() {
-	buf := make([]byte, proxyBufSize)
-	for {
-		n, err := pc.server.Read(buf)
-		if n > 0 {
-			switch pc.p.currentMode() {
-			case modeBlackHole: // dropped
-			case modeReset:
-				pc.end(true)
-				return
-			case modeResetMidReply:
-				_, _ = pc.client.Write(buf[:max(1, n/2)])
-				pc.end(true)
-				return
-			default:
-				if _, err := pc.client.Write(buf[:n]); err != nil {
-					pc.end(false)
-					return
-				}
-			}
-		}
-		if err != nil {
-			if pc.p.currentMode() == modeBlackHole {
-				// Keep the client open; fromClient ends it if the mode
-				// changes and a request finds the server gone.
+			if toClient && pc.p.currentMode() == modeBlackHole {
 				_ = pc.server.Close()
 				return
 			}

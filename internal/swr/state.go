@@ -1,6 +1,7 @@
 package swr
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,40 @@ type State struct {
 	wg              sync.WaitGroup
 	started, failed atomic.Uint64
 	skipped         atomic.Uint64
+}
+
+// Config is stale-while-revalidate's settings; cachekit.SWR documents each
+// field and converts into it (swr.Config(o)), so the two keep one field
+// list. A zero field takes its default.
+type Config struct {
+	Ratio, Jitter float64
+	MaxRefreshes  int
+}
+
+// The defaults of Config's fields.
+const (
+	DefaultRatio        = 0.5
+	DefaultJitter       = 0.1
+	DefaultMaxRefreshes = 10
+)
+
+// Invalid names the first field out of its range and why; "" when every
+// field is in range.
+func (c Config) Invalid() (field, why string) {
+	switch {
+	case c.Ratio < 0 || c.Ratio >= 1:
+		return "Ratio", "must be within [0, 1)"
+	case c.Jitter < 0 || c.Jitter > 0.5:
+		return "Jitter", "must be within [0, 0.5]"
+	case c.MaxRefreshes < 0:
+		return "MaxRefreshes", "is negative"
+	}
+	return "", ""
+}
+
+// NewState returns the State of c, its zero fields taking their defaults.
+func (c Config) NewState() *State {
+	return New(cmp.Or(c.Ratio, DefaultRatio), cmp.Or(c.Jitter, DefaultJitter), cmp.Or(c.MaxRefreshes, DefaultMaxRefreshes))
 }
 
 // New returns a State that refreshes an entry once its remaining TTL is at

@@ -106,3 +106,23 @@ func TestGoAfterWait(t *testing.T) {
 		t.Fatal("Go after Wait reported a start")
 	}
 }
+
+// TestConfigInvalidAndDefaults: each field out of its range is named, and
+// a zero field takes its documented default.
+func TestConfigInvalidAndDefaults(t *testing.T) {
+	for _, c := range []Config{{Ratio: 1}, {Ratio: -0.1}, {Jitter: 0.6}, {Jitter: -1}, {MaxRefreshes: -1}} {
+		if field, _ := c.Invalid(); field == "" {
+			t.Errorf("%+v validated", c)
+		}
+	}
+	if field, why := (Config{Ratio: 0.99, Jitter: 0.5}).Invalid(); field != "" {
+		t.Fatal(field, why)
+	}
+	w := Config{}.NewState()
+	if w.ratio != 0.5 || w.jitter != 0.1 || cap(w.slots) != 10 {
+		t.Fatalf("defaults: ratio %v jitter %v slots %d; want 0.5, 0.1, 10", w.ratio, w.jitter, cap(w.slots))
+	}
+	if w := (Config{Ratio: 0.25, Jitter: 0.2, MaxRefreshes: 3}).NewState(); w.ratio != 0.25 || w.jitter != 0.2 || cap(w.slots) != 3 {
+		t.Fatalf("set fields not kept: %v %v %d", w.ratio, w.jitter, cap(w.slots))
+	}
+}

@@ -1,5 +1,7 @@
 // Package testenv holds facts about the test binary for this module's
-// tests, and the heap measurement their memory tests share.
+// tests, the heap measurement their memory tests share, the background
+// load their race tests share (Spin), and the settable clock their
+// injected clocks share (Clock).
 //
 // # Invariants
 //
@@ -8,4 +10,5 @@
 //     define it, and exactly one of them is compiled.
 //   - Importing it runs no code: it holds a constant and HeapAfterGC,
 //     which collects fully before it reads the heap statistics.
+//   - Spin's stop returns only once every goroutine it started has ended.
 package testenv
