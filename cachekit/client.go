@@ -180,6 +180,11 @@ func (c *Client) build(opts Options) error {
 		c.rel = guard.New(guard.Config(*opts.Reliability), c.guardHooks())
 	}
 	if c.l2 != nil {
+		if opts.AutoPipeline {
+			if err := c.l2.AutoPipeline(); err != nil {
+				c.log.Warn("cachekit: auto-pipelining is off", "error", err)
+			}
+		}
 		if !c.ownsRedis {
 			c.l2.CheckDriver(c.log, c.rel.Retries())
 		}

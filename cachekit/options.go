@@ -233,6 +233,23 @@ type Options struct {
 	// ends). Production and Secure set &Invalidation{}.
 	Invalidation *Invalidation
 
+	// AutoPipeline sends the Client's single-key Redis commands (the reads
+	// of Get, Set, Delete, the conditional writes, the lease and lock
+	// scripts, TTL, Exists, Touch) through go-redis's AutoPipeliner: one
+	// ordered stream of pipelines shared by every caller, on the given or
+	// the opened client alike (see l2.Store.AutoPipeline). A caller's
+	// deadline ends its wait, not its command: a write abandoned at its
+	// deadline may still execute, in its place in the stream, so it never
+	// overtakes a later write of this Client. A value larger than the
+	// pipeliner's MaxBatchBytes (128 KiB by default) is written, and read,
+	// off the stream. go-redis hooks (redisotel) see a pipelined command
+	// on the pipeliner's background context, not under the operation's
+	// span. A *redis.Ring, or a client whose AsyncAutoPipeline is
+	// unordered, keeps sending each command itself (logged). Default:
+	// false (off: each command takes a pooled connection of its own, on
+	// the caller's ctx).
+	AutoPipeline bool
+
 	// MeterProvider receives the Client's OpenTelemetry metrics (see
 	// docs/production.md for the instruments). Default: nil (no metrics
 	// are recorded at all, and the hot path pays nothing).
