@@ -30,6 +30,9 @@ type stream struct {
 	// value longer than it is sent, and a reply longer than it is read,
 	// off the stream.
 	maxBytes int
+	// busy counts the calls on the stream, and those sent directly because
+	// it was idle, until their send returns.
+	busy atomic.Int64
 	// abandoned counts commands whose caller stopped waiting (its ctx
 	// ended) that the stream has not run yet; a write sent off the stream
 	// waits for them first (settle).
@@ -114,10 +117,11 @@ func (s *Store) SetSeam(h Seam) {
 // stream, when ctx ends first: then it returns ctx's error, the commands
 // still run in their place, and the caller must not read them. On the
 // stream each command is queued behind every command the Store queued
-// before it; off it (no stream, or large, the value longer than the stream's
-// byte limit) they go as one pipeline (one command alone) on ctx, after the
-// abandoned commands of the stream ran. A command's own error is left on
-// it.
+// before it. Off it they go as one pipeline (one command alone) on ctx:
+// without a stream; when large (the value longer than the stream's byte
+// limit), after the abandoned commands of the stream ran; and when the
+// caller is alone (no other send in flight, none abandoned), which is then
+// the stream's order too. A command's own error is left on it.
 func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error {
 	var seam Seam
 	if p := s.seam.Load(); p != nil {
@@ -128,17 +132,22 @@ func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error
 	}
 	st := s.stream
 	switch {
-	case st != nil && !large:
-		if err := st.run(ctx, cmds); err != nil {
-			return err
-		}
-	case st != nil:
+	case st == nil:
+		s.direct(ctx, cmds)
+	case large:
 		if err := st.settle(ctx); err != nil {
 			return err
 		}
 		s.direct(ctx, cmds)
 	default:
-		s.direct(ctx, cmds)
+		// A lone caller (nothing else in flight, nothing abandoned) sends
+		// directly: the pipeliner's hand-off costs it more than it saves.
+		defer st.busy.Add(-1)
+		if st.busy.Add(1) == 1 && st.abandoned.Load() == 0 {
+			s.direct(ctx, cmds)
+		} else if err := st.run(ctx, cmds); err != nil {
+			return err
+		}
 	}
 	if seam != nil {
 		for _, c := range cmds {

@@ -64,12 +64,26 @@ func streamed(t *testing.T) (*fixture, *ctxSeen, context.Context) {
 	return f, seen, context.WithValue(context.Background(), callerMark{}, true)
 }
 
+// busy keeps one call of f's Store in flight (held by a Seam after its
+// reply) until the test ends, so that no later caller is alone: each goes
+// through the stream.
+func busy(t *testing.T, f *fixture) {
+	t.Helper()
+	h := redistest.NewHold("exists", "busy")
+	f.store.SetSeam(h)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = f.store.Exists(bg, "busy") }()
+	<-h.Held()
+	t.Cleanup(func() { h.Release(); <-done })
+}
+
 // TestStreamCarriesSingleKeyCommands fails if a single-key command of the
 // Store bypasses the pipeliner: every command a go-redis hook sees must
 // run on the pipeliner's context, none on the caller's.
 func TestStreamCarriesSingleKeyCommands(t *testing.T) {
 	t.Parallel()
 	f, seen, ctx := streamed(t)
+	busy(t, f)
 	s := f.store
 	must := func(err error) {
 		t.Helper()
@@ -114,7 +128,10 @@ func TestStreamCarriesSingleKeyCommands(t *testing.T) {
 	if len(seen.direct) != 0 {
 		t.Errorf("sent on the caller's ctx, outside the stream: %v", seen.direct)
 	}
-	for _, name := range []string{"set", "get", "getrange", "pttl", "exists", "strlen", "del",
+	if seen.streamed["exists"] < 2 { // busy's, sent alone, went directly
+		t.Errorf("Exists did not go through the stream (saw %v)", seen.streamed)
+	}
+	for _, name := range []string{"set", "get", "getrange", "pttl", "strlen", "del",
 		"lease.acquire", "lease.renew", "lease.fill", "lease.cas", "lease.release"} {
 		if seen.streamed[name] == 0 {
 			t.Errorf("no %s went through the stream (saw %v)", name, seen.streamed)
@@ -127,6 +144,7 @@ func TestStreamCarriesSingleKeyCommands(t *testing.T) {
 func TestStreamLargeBypasses(t *testing.T) {
 	t.Parallel()
 	f, seen, ctx := streamed(t)
+	busy(t, f)
 	big := bytes.Repeat([]byte{7}, f.store.stream.maxBytes+1)
 	if err := f.store.Set(ctx, "big", big, time.Minute); err != nil {
 		t.Fatal(err)
@@ -139,7 +157,7 @@ func TestStreamLargeBypasses(t *testing.T) {
 	defer seen.mu.Unlock()
 	// The read asked the stream for the first maxBytes+1 bytes, then read
 	// the value off it.
-	if seen.direct["set"] != 1 || seen.direct["getrange"] != 1 || seen.streamed["getrange"] != 1 {
+	if seen.direct["set"] != 1 || seen.direct["getrange"] != 1 || seen.streamed["pttl"] != 1 {
 		t.Fatalf("direct %v, streamed %v", seen.direct, seen.streamed)
 	}
 }
@@ -168,12 +186,28 @@ func TestStreamHoldsOneCaller(t *testing.T) {
 	}
 }
 
+// TestStreamLoneCallerGoesDirect: a caller alone on the Store sends on
+// its own ctx, skipping the pipeliner's hand-off.
+func TestStreamLoneCallerGoesDirect(t *testing.T) {
+	t.Parallel()
+	f, seen, ctx := streamed(t)
+	if err := f.store.Set(ctx, "k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	if seen.direct["set"] != 1 || len(seen.streamed) != 0 {
+		t.Fatalf("direct %v, streamed %v", seen.direct, seen.streamed)
+	}
+}
+
 // TestStreamHonoursDeadline: a caller whose command waits in a stuck
 // stream returns context.DeadlineExceeded at its deadline; its abandoned
 // write still runs, and a write sent off the stream waits for it.
 func TestStreamHonoursDeadline(t *testing.T) {
 	t.Parallel()
 	f, _, ctx := streamed(t)
+	busy(t, f)
 	stuck := redistest.NewHoldBefore("set", "k") // a go-redis hook: holds the batch
 	f.rdb.AddHook(stuck)
 	defer stuck.Release()
