@@ -47,12 +47,18 @@ func (s *Store) GetUpTo(ctx context.Context, key string, limit int) ([]byte, err
 
 // GetWithTTLUpTo is GetWithTTL that reads at most limit+1 bytes of the
 // value, as GetUpTo does (on the stream too), with GETRANGE and PTTL in one
-// pipelined round trip. A key PTTL finds with an empty value returns an
-// empty, non-nil slice; a lease reads as missing.
+// pipelined round trip (on the stream, one after the other: an empty value
+// found by PTTL is read again in one round trip off it). A key PTTL finds
+// with an empty value returns an empty, non-nil slice; a lease reads as
+// missing.
 func (s *Store) GetWithTTLUpTo(ctx context.Context, key string, limit int) ([]byte, time.Duration, error) {
 	first := s.firstRead(limit)
 	b, ttl, err := s.getTTL(ctx, key, redis.NewStringCmd(ctx, "getrange", key, 0, int64(first)), false)
-	if err == nil && first < limit && len(b) > first {
+	// On the stream another caller's command can run between GETRANGE and
+	// PTTL: a key written between them reads as empty yet found. Such a
+	// read, like a long value, is read again off the stream, where the two
+	// travel in one pipeline.
+	if err == nil && first < limit && len(b) > first || err == nil && len(b) == 0 && s.stream != nil {
 		b, ttl, err = s.getTTL(ctx, key, redis.NewStringCmd(ctx, "getrange", key, 0, int64(limit)), true)
 	}
 	if err == nil && b == nil {
