@@ -181,7 +181,13 @@ func (c *Client) build(opts Options) error {
 	}
 	if c.l2 != nil {
 		if opts.AutoPipeline {
-			if err := c.l2.AutoPipeline(); err != nil {
+			// An opened client's timeouts are sized for the largest value;
+			// a stream batch carries values of at most 128 KiB each.
+			var batch time.Duration
+			if c.ownsRedis {
+				batch = c.rel.AttemptTimeout() + guard.TransferTime(streamBatchBytes)
+			}
+			if err := c.l2.AutoPipeline(batch); err != nil {
 				c.log.Warn("cachekit: auto-pipelining is off", "error", err)
 			}
 		}
@@ -197,6 +203,11 @@ func (c *Client) build(opts Options) error {
 	}
 	return c.startInvalidation()
 }
+
+// streamBatchBytes is the transfer an auto-pipelined batch of an opened
+// client is given time for beyond the attempt timeout: eight times the
+// pipeliner's default batch byte limit (128 KiB).
+const streamBatchBytes = 8 << 17
 
 // encryptionErr makes an invalid encryption.Config an ErrConfig too.
 func encryptionErr(err error) error {

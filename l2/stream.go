@@ -13,6 +13,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -61,10 +62,16 @@ type stream struct {
 // pipeliner's background context (no values of the caller's ctx), and a
 // batch of several commands only through ProcessPipelineHook.
 //
+// ioTimeout, when positive and the client a *redis.Client, is the read and
+// write timeout of the stream's batches (the pipeliner of a WithTimeout
+// clone sharing the client's pools): a batch stuck on a dead connection
+// then fails after it, not after the client's own timeout, which may be
+// sized for the largest value. 0 keeps the client's timeouts.
+//
 // Call it once, before the Store is used. It returns ErrStreamRefused, or
 // the pipeliner's configuration error, and leaves the Store sending each
 // command itself.
-func (s *Store) AutoPipeline() error {
+func (s *Store) AutoPipeline(ioTimeout time.Duration) error {
 	if s.rdb == nil {
 		return ErrStreamRefused
 	}
@@ -73,7 +80,11 @@ func (s *Store) AutoPipeline() error {
 	default:
 		return ErrStreamRefused
 	}
-	ap, err := s.rdb.AsyncAutoPipeline()
+	src := s.rdb
+	if c, ok := src.(*redis.Client); ok && ioTimeout > 0 {
+		src = c.WithTimeout(ioTimeout)
+	}
+	ap, err := src.AsyncAutoPipeline()
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func streamed(t *testing.T) (*fixture, *ctxSeen, context.Context) {
 	f := setup(t)
 	seen := newCtxSeen()
 	f.rdb.AddHook(seen)
-	if err := f.store.AutoPipeline(); err != nil {
+	if err := f.store.AutoPipeline(0); err != nil {
 		t.Fatal(err)
 	}
 	return f, seen, context.WithValue(context.Background(), callerMark{}, true)
