@@ -67,14 +67,29 @@ func streamed(t *testing.T) (*fixture, *ctxSeen, context.Context) {
 // busy keeps one call of f's Store in flight (held by a Seam after its
 // reply) until the test ends, so that no later caller is alone: each goes
 // through the stream.
-func busy(t *testing.T, f *fixture) {
+func busy(t *testing.T, f *fixture, more ...Seam) {
 	t.Helper()
 	h := redistest.NewHold("exists", "busy")
-	f.store.SetSeam(h)
+	f.store.SetSeam(seams(append([]Seam{h}, more...)))
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = f.store.Exists(bg, "busy") }()
 	<-h.Held()
 	t.Cleanup(func() { h.Release(); <-done })
+}
+
+// seams calls each of its Seams in turn.
+type seams []Seam
+
+func (ss seams) Before(cmd redis.Cmder) {
+	for _, s := range ss {
+		s.Before(cmd)
+	}
+}
+
+func (ss seams) After(cmd redis.Cmder) {
+	for _, s := range ss {
+		s.After(cmd)
+	}
 }
 
 // TestStreamCarriesSingleKeyCommands fails if a single-key command of the
@@ -166,9 +181,9 @@ func TestStreamLargeBypasses(t *testing.T) {
 // that caller only; other commands on the stream go on.
 func TestStreamHoldsOneCaller(t *testing.T) {
 	t.Parallel()
-	f, _, ctx := streamed(t)
+	f, seen, ctx := streamed(t)
 	h := redistest.NewHold("set", "k")
-	f.store.SetSeam(h)
+	busy(t, f, h) // the held Set rides the stream too
 	done := make(chan error, 1)
 	go func() { done <- f.store.Set(ctx, "k", []byte("a"), time.Minute) }()
 	<-h.Held()
@@ -183,6 +198,11 @@ func TestStreamHoldsOneCaller(t *testing.T) {
 	h.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	if len(seen.direct) != 0 {
+		t.Fatalf("sent outside the stream: %v", seen.direct)
 	}
 }
 
