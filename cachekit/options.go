@@ -239,10 +239,14 @@ type Options struct {
 	// ordered stream of pipelines shared by every caller, on the given or
 	// the opened client alike (see l2.Store.AutoPipeline). A caller's
 	// deadline ends its wait, not its command: a write abandoned at its
-	// deadline may still execute, in its place in the stream, so it never
-	// overtakes a later write of this Client. A value larger than the
+	// deadline may still execute, in its place in the stream; a later
+	// write of this Client runs after it (on the stream, or off it once
+	// the abandoned commands ran), so it is never applied after that write. A value larger than the
 	// pipeliner's MaxBatchBytes (128 KiB by default) is written, and read,
-	// off the stream. go-redis hooks (redisotel) see a pipelined command
+	// off the stream. A caller alone on the Client (no other call in
+	// flight) sends directly. On an opened client (RedisURL) the stream's
+	// batches time out after AttemptTimeout plus the transfer of 1 MiB.
+	// go-redis hooks (redisotel) see a pipelined command
 	// on the pipeliner's background context, not under the operation's
 	// span. A *redis.Ring, or a client whose AsyncAutoPipeline is
 	// unordered, keeps sending each command itself (logged). Default:

@@ -56,9 +56,10 @@ type stream struct {
 //
 // On the stream a caller's ctx ends its wait, not its command: a command
 // whose caller's deadline passed still runs, in its place in the stream,
-// so it cannot overtake a later command of this Store; a write sent off the
-// stream (a large value, a multi-key write) first waits, within its ctx,
-// until every such command has run. go-redis's hooks see a command on the
+// so it is not applied after a later command of this Store: a write sent
+// off the stream (a large value, a multi-key write, a lone caller's) first
+// waits, within its ctx, until every such command has run (a lone caller
+// goes directly only when there is none). go-redis's hooks see a command on the
 // pipeliner's background context (no values of the caller's ctx), and a
 // batch of several commands only through ProcessPipelineHook.
 //
