@@ -62,6 +62,7 @@ func TestTouchShortensL1(t *testing.T) {
 	c.DeleteLocal("k")
 	h := redistest.NewHold("getrange", "k")
 	rdb.AddHook(h)
+	c.l2.SetSeam(h)
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = Get[string](bg, c, "k") }()
 	<-h.Held() // the read holds GETRANGE+PTTL's answer: an hour

@@ -181,6 +181,17 @@ func (c *Client) build(opts Options) error {
 		c.rel = guard.New(guard.Config(*opts.Reliability), c.guardHooks())
 	}
 	if c.l2 != nil {
+		if opts.AutoPipeline {
+			// An opened client's timeouts are sized for the largest value;
+			// a stream batch carries values of at most 128 KiB each.
+			var batch time.Duration
+			if c.ownsRedis {
+				batch = c.rel.AttemptTimeout() + guard.TransferTime(streamBatchBytes)
+			}
+			if err := c.l2.AutoPipeline(batch); err != nil {
+				c.log.Warn("cachekit: auto-pipelining is off", "error", err)
+			}
+		}
 		if !c.ownsRedis {
 			c.l2.CheckDriver(c.log, c.rel.Retries())
 		}
@@ -193,6 +204,11 @@ func (c *Client) build(opts Options) error {
 	}
 	return c.startInvalidation()
 }
+
+// streamBatchBytes is the transfer an auto-pipelined batch of an opened
+// client is given time for beyond the attempt timeout: eight times the
+// pipeliner's default batch byte limit (128 KiB).
+const streamBatchBytes = 8 << 17
 
 // encryptionErr makes an invalid encryption.Config an ErrConfig too.
 func encryptionErr(err error) error {

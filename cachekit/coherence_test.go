@@ -47,7 +47,9 @@ func heldClientWith(t *testing.T, h *redistest.Hold, opts Options) (*Client, *re
 	if opts.Encryption == nil {
 		opts.Encryption = encConfig("")
 	}
-	return newClient(t, opts), h, raw
+	c := newClient(t, opts)
+	c.l2.SetSeam(h) // below the pipeliner: holds the caller, not the stream
+	return c, h, raw
 }
 
 // async runs f in a goroutine and returns a channel with its error.

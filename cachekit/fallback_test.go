@@ -379,6 +379,7 @@ func TestFallbackRenewalLosesToAWrite(t *testing.T) {
 	cached(t, a, "k", "old")
 	h := redistest.NewHold("getrange", a.fullKey("k"))
 	rdb.AddHook(h)
+	a.l2.SetSeam(h)
 	defer h.Release()
 	time.Sleep(life * 8 / 10) // the copy is in the last quarter of its lifetime
 	if v, err := Get[string](bg, a, "k"); err != nil || v != "old" {

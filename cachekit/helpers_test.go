@@ -3,6 +3,7 @@ package cachekit
 import (
 	"bytes"
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,8 +32,13 @@ func withRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 	return srv, rdb
 }
 
+// autoPipelineAll turns Options.AutoPipeline on for every Client
+// newClient makes (CACHEKIT_TEST_AUTOPIPELINE=1), to run the suite with it.
+var autoPipelineAll = os.Getenv("CACHEKIT_TEST_AUTOPIPELINE") == "1"
+
 func newClient(t testing.TB, opts Options) *Client {
 	t.Helper()
+	opts.AutoPipeline = opts.AutoPipeline || autoPipelineAll
 	c, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -25,16 +25,6 @@ import (
 // defaultLeaseTTL is used when Options.LeaseTTL is zero.
 const defaultLeaseTTL = 5 * time.Second
 
-// leasePollMax caps the wait between two looks at a key under another's
-// lease when no invalidation can wake the waiter.
-const leasePollMax = 50 * time.Millisecond
-
-// leaseRecheck caps the wait between two looks when invalidation is on: a
-// safety net for a message that never comes (a lease that expires is
-// reported when Redis expires it, which its active expiry does within
-// about 100 ms).
-const leaseRecheck = 250 * time.Millisecond
-
 // leases reports whether GetOrLoad plants leases: with Redis, outside
 // interop mode (interop keys are read by other SDKs, which know no
 // placeholder; they take the family's {key}:lock instead).
@@ -50,7 +40,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	replace := ""                               // digest of an entry that failed to open
 	giveUp := time.Now().Add(c.loadTimeout / 2) // then load without waiting any longer
 	waited := false
-	for wait := 5 * time.Millisecond; ; wait = min(wait*2, leasePollMax) {
+	for wait := flight.FirstPoll; ; wait = min(wait*2, flight.PollMax) {
 		var wake chan struct{}
 		if c.fleetWait {
 			wake = c.leaseWaits.Add(key) // before the look: no wake is missed
@@ -102,7 +92,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 				c.stats.LeaseWaits.Add(1)
 				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
-			if err := c.leaseWaits.Await(ctx, key, wake, c.leaseWait(wait, left)); err != nil {
+			if err := c.leaseWaits.Await(ctx, key, wake, flight.Patience(wait, left, c.inv.Wakes())); err != nil {
 				return nil, err
 			}
 			continue
@@ -125,19 +115,6 @@ func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, 
 		}
 	}
 	return v, err
-}
-
-// leaseWait is how long a look at a key under another's lease waits for
-// the key's invalidation: wait (the backoff) without invalidation, at most
-// leaseRecheck with it, never past the lease's remaining time left.
-func (c *Client) leaseWait(wait, left time.Duration) time.Duration {
-	if m := c.inv.Heard(); m == l2.ModeTracking || m == l2.ModePubSub {
-		wait = leaseRecheck
-	}
-	if left > 0 {
-		wait = min(wait, left+time.Millisecond)
-	}
-	return wait
 }
 
 // holdAndLoad runs the loader while holding lease on full (renewing it
@@ -271,21 +248,14 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	if len(load) == 0 {
 		return res, nil
 	}
-	var heldFulls, heldLeases []string
-	for _, i := range mine {
-		heldFulls, heldLeases = append(heldFulls, fulls[i]), append(heldLeases, leases[i])
-	}
-	stop := c.keepLeases(ctx, heldFulls, heldLeases)
+	stop := c.keepLeases(ctx, pick(fulls, mine), pick(leases, mine))
 	started := time.Now()
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
 	stop()
-	release := func(idx []int) {
-		for _, i := range idx {
+	if err != nil {
+		for _, i := range mine {
 			c.releaseLease(ctx, fulls[i], leases[i])
 		}
-	}
-	if err != nil {
-		release(mine)
 		return nil, err
 	}
 	for _, k := range load {
@@ -294,31 +264,28 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		}
 	}
 	var items []l2.Item
-	var size int
-	var itemLeases []string
-	var at, unused []int
-	var fillTickets []ticket
+	var at []int // the index in keys of each item
+	size := 0
 	for _, i := range mine {
 		v, ok := vals[keys[i]]
-		if !ok {
-			unused = append(unused, i) // nothing to cache: give the key back
+		var stored []byte
+		if ok {
+			if stored, err = c.sealValue(ctx, keys[i], v); err != nil {
+				c.warn("MGetOrLoad could not store a loaded value", keys[i], err)
+			}
+		}
+		if !ok || err != nil { // nothing to cache: give the key back
+			c.releaseLease(ctx, fulls[i], leases[i])
 			continue
 		}
-		stored, err := c.sealValue(ctx, keys[i], v)
-		if err != nil {
-			unused = append(unused, i)
-			c.warn("MGetOrLoad could not store a loaded value", keys[i], err)
-			continue
-		}
-		items = append(items, l2.Item{Key: fulls[i], Value: stored, TTL: ttl})
+		items, at = append(items, l2.Item{Key: fulls[i], Value: stored, TTL: ttl}), append(at, i)
 		size += len(stored)
-		itemLeases = append(itemLeases, leases[i])
-		at = append(at, i)
-		fillTickets = append(fillTickets, c.ticket(keys[i]))
 	}
-	release(unused)
 	if len(items) == 0 {
 		return res, nil
+	}
+	for _, i := range at {
+		tickets[i] = c.ticket(keys[i]) // the fill's, taken before it is sent
 	}
 	fillAt := time.Now()
 	var done []bool
@@ -327,7 +294,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	// round trip failing (counted, retried when transient); a single fill's
 	// failure is its key's, counted below.
 	err = c.redis(ctx, "mset", size, func(ctx context.Context) error {
-		done, ferrs = c.l2.FillMany(ctx, items, itemLeases)
+		done, ferrs = c.l2.FillMany(ctx, items, pick(leases, at))
 		if !slices.Contains(ferrs, nil) {
 			return ferrs[0]
 		}
@@ -351,8 +318,17 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			c.stats.LeasesLost.Add(1)
 		default:
 			res[keys[i]] = leased{v: vals[keys[i]], at: fillAt}
-			c.accepted(keys[i], fillTickets[j], items[j].Value, ttl, false) // batches are not refreshed
+			c.accepted(keys[i], tickets[i], items[j].Value, ttl, false) // batches are not refreshed
 		}
 	}
 	return res, nil
+}
+
+// pick returns s[i] for each i in idx.
+func pick[E any](s []E, idx []int) []E {
+	out := make([]E, len(idx))
+	for j, i := range idx {
+		out[j] = s[i]
+	}
+	return out
 }

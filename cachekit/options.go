@@ -233,6 +233,18 @@ type Options struct {
 	// ends). Production and Secure set &Invalidation{}.
 	Invalidation *Invalidation
 
+	// AutoPipeline sends the Client's single-key Redis commands through
+	// go-redis's AutoPipeliner: one ordered stream of pipelines shared by
+	// every caller (l2.Store.AutoPipeline lists what goes on it). A caller's
+	// deadline ends its wait, not its command: a write abandoned at its
+	// deadline may still execute, never after a later write of this Client.
+	// Values over 128 KiB, and a caller alone on the Client, go directly.
+	// go-redis hooks (redisotel) see a pipelined command on the pipeliner's
+	// context, not under the operation's span. A *redis.Ring, or a client
+	// whose AsyncAutoPipeline is unordered, keeps sending each command
+	// itself (logged). Default: false (each command on a pooled connection).
+	AutoPipeline bool
+
 	// MeterProvider receives the Client's OpenTelemetry metrics (see
 	// docs/production.md for the instruments). Default: nil (no metrics
 	// are recorded at all, and the hot path pays nothing).
@@ -409,11 +421,10 @@ type Reliability struct {
 	// matches both ErrNotFound and *BackendError, and GetOrLoad loads); MGet
 	// returns the values it did read (L1's; on a cluster, also those of the
 	// nodes that answered) and a *MissError for the rest, and MGetOrLoad
-	// loads the rest; a failed write
-	// (Set, MSet, a load's store) is absorbed with a rate-limited warning
-	// (the value is then in neither tier). Delete, Exists and TTL still
-	// return their error. Default: false (fail closed: the *BackendError is returned);
-	// the production preset sets true.
+	// loads the rest; a failed write (Set, MSet, a load's store) is absorbed
+	// with a rate-limited warning (the value is then in neither tier).
+	// Delete, Exists and TTL still return their error. Default: false (fail
+	// closed: the *BackendError is returned); the production preset sets true.
 	FailOpen bool
 
 	// MaxAttempts is how many times one operation is sent when it fails

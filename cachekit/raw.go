@@ -3,6 +3,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -267,14 +268,12 @@ type RawSwap = l2.Swap
 // rotate, which re-seals entries under the current key.
 func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []error) {
 	c := r.c
-	if c.closed.Load() || c.l2 == nil {
-		done, errs = make([]bool, len(items)), make([]error, len(items))
-		if c.closed.Load() {
-			for i := range errs {
-				errs[i] = ErrClosed
-			}
+	if closed := c.closed.Load(); closed || c.l2 == nil {
+		var err error // L1-only mode: nothing to swap
+		if closed {
+			err = ErrClosed
 		}
-		return done, errs
+		return make([]bool, len(items)), slices.Repeat([]error{err}, len(items))
 	}
 	done, errs = c.l2.SwapMany(ctx, c.prefix, items)
 	var swapped []string

@@ -33,8 +33,9 @@ type leaseProbe struct {
 	head *redis.StringCmd
 }
 
-func probeLease(ctx context.Context, p redis.Pipeliner, key string) leaseProbe {
-	return leaseProbe{n: p.StrLen(ctx, key), head: p.GetRange(ctx, key, 0, int64(len(LeaseMagic)-1))}
+func probeLease(ctx context.Context, key string) leaseProbe {
+	return leaseProbe{n: redis.NewIntCmd(ctx, "strlen", key),
+		head: redis.NewStringCmd(ctx, "getrange", key, 0, int64(len(LeaseMagic)-1))}
 }
 
 // lease reports whether the key held a lease (a key of another type, whose
@@ -44,32 +45,33 @@ func (lp leaseProbe) lease() bool {
 	return err == nil && n == int64(LeaseLen) && lp.head.Val() == LeaseMagic
 }
 
-// withLeaseProbe sends cmd, a command on key, and key's lease probe in one
-// pipeline, and returns the probe.
-func (s *Store) withLeaseProbe(ctx context.Context, key string, cmd redis.Cmder) leaseProbe {
-	var lp leaseProbe
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		_ = p.Process(ctx, cmd)
-		lp = probeLease(ctx, p, key)
-		return nil
-	})
-	return lp
+// withLeaseProbe sends cmd, a command on key, together with key's lease
+// probe, and returns the probe.
+func (s *Store) withLeaseProbe(ctx context.Context, key string, cmd redis.Cmder) (leaseProbe, error) {
+	lp := probeLease(ctx, key)
+	return lp, s.send(ctx, false, cmd, lp.n, lp.head)
 }
 
 // existsKey reports whether key holds an entry (not a lease): EXISTS and
-// the lease probe in one pipeline.
+// the lease probe sent together.
 func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
 	ex := redis.NewIntCmd(ctx, "exists", key)
-	lp := s.withLeaseProbe(ctx, key, ex)
+	lp, err := s.withLeaseProbe(ctx, key, ex)
+	if err != nil {
+		return false, err
+	}
 	n, err := ex.Result()
 	return n > 0 && !lp.lease(), err
 }
 
 // pttlKey is PTTL of key (go-redis's DurationCmd convention: -2ns missing,
-// -1ns no expiry), a lease reading as missing; one pipeline.
+// -1ns no expiry), a lease reading as missing; sent with the lease probe.
 func (s *Store) pttlKey(ctx context.Context, key string) (time.Duration, error) {
 	d := redis.NewDurationCmd(ctx, time.Millisecond, "pttl", key)
-	lp := s.withLeaseProbe(ctx, key, d)
+	lp, err := s.withLeaseProbe(ctx, key, d)
+	if err != nil {
+		return 0, err
+	}
 	v, err := d.Result()
 	if err == nil && lp.lease() {
 		return -2, nil
@@ -77,34 +79,30 @@ func (s *Store) pttlKey(ctx context.Context, key string) (time.Duration, error) 
 	return v, err
 }
 
-// deleteCounted deletes keys in one pipeline with the lease probe of each
-// before its DEL, and counts those that held an entry: a lease is deleted
-// (voiding its load) but not counted. A pipeline, neither a script nor
-// MULTI: Redis over maxmemory refuses both, and a Delete must work then.
-// The count can be off by one for a key a load leases or fills between its
-// probe and its DEL; the delete itself is exact. With pub not nil, it is
-// called to queue more commands (a PUBLISH) after the deletes, in the same
-// round trip.
-func (s *Store) deleteCounted(ctx context.Context, keys []string, pub func(redis.Pipeliner)) (int64, error) {
+// deleteCounted deletes keys, each DEL sent with the lease probe of its
+// key before it (one pipeline, or in order on the stream), and counts
+// those that held an entry: a lease is deleted (voiding its load) but not
+// counted. Neither a script nor MULTI: Redis over maxmemory refuses both,
+// and a Delete must work then. The count can be off by one for a key a
+// load leases or fills between its probe and its DEL; the delete itself is
+// exact. pub are more commands (PUBLISH) sent after the deletes, in the
+// same round trip.
+func (s *Store) deleteCounted(ctx context.Context, keys []string, pub ...redis.Cmder) (int64, error) {
 	probes := make([]leaseProbe, len(keys))
 	dels := make([]*redis.IntCmd, len(keys))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			probes[i] = probeLease(ctx, p, k)
-			dels[i] = p.Del(ctx, k)
-		}
-		if pub != nil {
-			pub(p)
-		}
-		return nil
-	})
+	cmds := make([]redis.Cmder, 0, 3*len(keys)+len(pub))
+	for i, k := range keys {
+		probes[i] = probeLease(ctx, k)
+		dels[i] = redis.NewIntCmd(ctx, "del", k)
+		cmds = append(cmds, probes[i].n, probes[i].head, dels[i])
+	}
+	if err := s.send(ctx, false, append(cmds, pub...)...); err != nil {
+		return 0, err
+	}
 	var total int64
 	for i, d := range dels {
-		n, derr := d.Result()
-		if derr != nil {
-			if err == nil {
-				err = derr
-			}
+		n, err := d.Result()
+		if err != nil {
 			return total, err
 		}
 		if !probes[i].lease() {
@@ -116,7 +114,11 @@ func (s *Store) deleteCounted(ctx context.Context, keys []string, pub func(redis
 
 // expireKey is PEXPIRE of key, false for a missing key or a lease.
 func (s *Store) expireKey(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	n, err := expireScript.Run(ctx, s.rdb, []string{key}, pxMillis(ttl)).Int64()
+	cmd, err := s.script(ctx, false, expireScript, key, pxMillis(ttl))
+	if err != nil {
+		return false, err
+	}
+	n, err := cmd.Int64()
 	return n == 1, err
 }
 
@@ -127,6 +129,10 @@ func (s *Store) setCondKey(ctx context.Context, key string, val []byte, ttl time
 	if ifExists {
 		cond = "xx"
 	}
-	n, err := setCondScript.Run(ctx, s.rdb, []string{key}, val, pxMillis(ttl), cond).Int64()
+	cmd, err := s.script(ctx, s.large(len(val)), setCondScript, key, val, pxMillis(ttl), cond)
+	if err != nil {
+		return false, err
+	}
+	n, err := cmd.Int64()
 	return n == 1, err
 }

@@ -384,7 +384,9 @@ func fill(out [][]byte, vals []any, idx []int) error {
 }
 
 // MSet stores every item with SET PX, pipelined: one round trip on a
-// standalone client, one per node on a cluster. Items apply in order. Every
+// standalone client, one per node on a cluster, off the auto-pipelined
+// stream (after the commands the stream still runs for callers that
+// stopped waiting, see AutoPipeline). Items apply in order. Every
 // TTL must be positive; otherwise ErrInvalidTTL is returned and nothing is
 // sent. A failure reports the first failed command; items before and after
 // it may or may not have been stored.
@@ -399,6 +401,9 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 	}
 	if len(items) == 0 {
 		return nil
+	}
+	if err := s.settle(ctx); err != nil {
+		return fail("mset", err)
 	}
 	cmds := make([]*redis.StatusCmd, len(items))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -150,7 +150,11 @@ func (s *Store) Acquire(ctx context.Context, key, lease string, ttl time.Duratio
 	if ttl <= 0 {
 		return 0, nil, 0, ErrInvalidTTL
 	}
-	reply, err := acquireScript.Run(ctx, s.rdb, []string{key}, lease, pxMillis(ttl), replace).Slice()
+	cmd, err := s.script(ctx, false, acquireScript, key, lease, pxMillis(ttl), replace)
+	if err != nil {
+		return 0, nil, 0, fail("lease", err)
+	}
+	reply, err := cmd.Slice()
 	if err != nil {
 		return 0, nil, 0, fail("lease", err)
 	}
@@ -209,7 +213,7 @@ func (s *Store) setIf(ctx context.Context, script *redis.Script, key, arg string
 		return false, ErrInvalidTTL
 	}
 	ch, msg := s.announceArgs(key)
-	return s.runDone(ctx, "set", script, key, arg, val, pxMillis(ttl), ch, msg)
+	return s.runDone(ctx, "set", s.large(len(val)), script, key, arg, val, pxMillis(ttl), ch, msg)
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
@@ -258,7 +262,7 @@ func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration)
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	return s.runDone(ctx, "lease", renewScript, key, lease, pxMillis(ttl))
+	return s.runDone(ctx, "lease", false, renewScript, key, lease, pxMillis(ttl))
 }
 
 // KeepLeases renews each lease on its key (keys[i], leases[i]) every
@@ -297,7 +301,11 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 	ok, err := s.Unlock(ctx, key, lease)
 	var be *BackendError
 	if err != nil && errors.As(err, &be) && redis.HasErrorPrefix(be.Err, "OOM") {
-		n, derr := s.rdb.Del(ctx, key).Result()
+		del := redis.NewIntCmd(ctx, "del", key)
+		if err := s.send(ctx, false, del); err != nil {
+			return false, fail("unlock", err)
+		}
+		n, derr := del.Result()
 		return n > 0, fail("unlock", derr)
 	}
 	return ok, err

@@ -35,12 +35,10 @@ func (s *Store) TryLock(ctx context.Context, lockKey, token string, ttl time.Dur
 		return false, ErrInvalidTTL
 	}
 	set := redis.NewBoolCmd(ctx, "set", lockKey, token, "px", pxMillis(ttl), "nx")
-	var get *redis.StringCmd
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		_ = p.Process(ctx, set)
-		get = p.Get(ctx, lockKey)
-		return nil
-	})
+	get := redis.NewStringCmd(ctx, "get", lockKey)
+	if err := s.send(ctx, false, set, get); err != nil {
+		return false, fail("lock", err)
+	}
 	if err := set.Err(); err != nil && err != redis.Nil {
 		return false, fail("lock", err)
 	}
@@ -58,7 +56,11 @@ func (s *Store) Unlock(ctx context.Context, lockKey, token string) (bool, error)
 	if err := s.check("unlock"); err != nil {
 		return false, err
 	}
-	n, err := unlockScript.Run(ctx, s.rdb, []string{lockKey}, token).Int64()
+	cmd, err := s.script(ctx, false, unlockScript, lockKey, token)
+	if err != nil {
+		return false, fail("unlock", err)
+	}
+	n, err := cmd.Int64()
 	if err != nil {
 		return false, fail("unlock", err)
 	}

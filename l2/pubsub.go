@@ -123,48 +123,50 @@ func (s *Store) counted(err error) error {
 func (s *Store) PublishFailures() uint64 { return s.pubFails.Load() }
 
 // setPublish is Set announcing key: on a standalone or failover client
-// SET and PUBLISH travel in one pipelined round trip; on a cluster client
-// they are sent one after the other. A failed SET is reported with Op
-// "set" (and nothing is published); a SET that succeeded followed by a
-// failed PUBLISH with Op "publish".
-func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string) error {
-	msg := s.announcement(key)
+// SET and PUBLISH are sent together (one pipelined round trip, or one after
+// the other on the stream); on a cluster client PUBLISH is sent once SET
+// answered. A failed SET is reported with Op "set" (and nothing is
+// published); a SET that succeeded followed by a failed PUBLISH with Op
+// "publish".
+func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string, large bool) error {
+	pub := redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(key))
 	if s.cluster != nil {
-		_ = s.rdb.Process(ctx, set)
+		if err := s.send(ctx, large, set); err != nil {
+			return fail("set", err)
+		}
 		if err := set.Err(); err != nil {
 			return fail("set", err)
 		}
-		return s.counted(fail("publish", s.rdb.Publish(ctx, s.channel, msg).Err()))
+		if err := s.send(ctx, false, pub); err != nil {
+			return s.counted(fail("publish", err))
+		}
+		return s.counted(fail("publish", pub.Err()))
 	}
-	var pub *redis.IntCmd
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		_ = p.Process(ctx, set)
-		pub = p.Publish(ctx, s.channel, msg)
-		return nil
-	})
+	if err := s.send(ctx, large, set, pub); err != nil {
+		return fail("set", err)
+	}
 	if err := set.Err(); err != nil {
 		return fail("set", err)
 	}
 	return s.counted(fail("publish", pub.Err()))
 }
 
-// deletePublish is Delete announcing keys: in the DELs' pipeline on a
+// deletePublish is Delete announcing keys: sent with the DELs on a
 // standalone or failover client, after them on a cluster client. Errors
 // are reported as for setPublish, with Op "del" or "publish".
 func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error) {
 	if s.cluster != nil {
-		n, err := s.deleteCounted(ctx, keys, nil)
+		n, err := s.deleteCounted(ctx, keys)
 		if err != nil {
 			return n, fail("del", err)
 		}
 		return n, fail("publish", s.Announce(ctx, keys...)) // counted there
 	}
-	pubs := make([]*redis.IntCmd, len(keys))
-	n, err := s.deleteCounted(ctx, keys, func(p redis.Pipeliner) {
-		for i, k := range keys {
-			pubs[i] = p.Publish(ctx, s.channel, s.announcement(k))
-		}
-	})
+	pubs := make([]redis.Cmder, len(keys))
+	for i, k := range keys {
+		pubs[i] = redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(k))
+	}
+	n, err := s.deleteCounted(ctx, keys, pubs...)
 	if err != nil {
 		return n, fail("del", err)
 	}

@@ -17,11 +17,25 @@ import (
 // missing key with an empty string, so an empty value reads as missing
 // (ErrNotFound); no CacheKit entry is empty. A lease reads as missing too.
 // limit must be positive.
+//
+// On the auto-pipelined stream (AutoPipeline) the read asks for at most
+// the stream's byte limit; a value found longer is read again, up to
+// limit, off the stream, so a large reply never holds up the stream.
 func (s *Store) GetUpTo(ctx context.Context, key string, limit int) ([]byte, error) {
 	if err := s.check("get"); err != nil {
 		return nil, err
 	}
-	b, err := s.rdb.GetRange(ctx, key, 0, int64(limit)).Bytes()
+	first := s.firstRead(limit)
+	get := redis.NewStringCmd(ctx, "getrange", key, 0, int64(first))
+	err := s.send(ctx, false, get)
+	if err == nil && first < limit && len(get.Val()) > first {
+		get = redis.NewStringCmd(ctx, "getrange", key, 0, int64(limit))
+		err = s.send(ctx, true, get)
+	}
+	if err != nil {
+		return nil, fail("get", err)
+	}
+	b, err := get.Bytes()
 	if err != nil {
 		return nil, fail("get", err)
 	}
@@ -32,13 +46,32 @@ func (s *Store) GetUpTo(ctx context.Context, key string, limit int) ([]byte, err
 }
 
 // GetWithTTLUpTo is GetWithTTL that reads at most limit+1 bytes of the
-// value, as GetUpTo does, with GETRANGE and PTTL in one pipelined round
-// trip. A key PTTL finds with an empty value returns an empty, non-nil
-// slice; a lease reads as missing.
+// value, as GetUpTo does (on the stream too), with GETRANGE and PTTL in one
+// pipelined round trip (on the stream, one after the other: an empty value
+// found by PTTL is read again in one round trip off it). A key PTTL finds
+// with an empty value returns an empty, non-nil slice; a lease reads as
+// missing.
 func (s *Store) GetWithTTLUpTo(ctx context.Context, key string, limit int) ([]byte, time.Duration, error) {
-	b, ttl, err := s.getTTL(ctx, key, func(p redis.Pipeliner) *redis.StringCmd { return p.GetRange(ctx, key, 0, int64(limit)) })
+	first := s.firstRead(limit)
+	b, ttl, err := s.getTTL(ctx, key, redis.NewStringCmd(ctx, "getrange", key, 0, int64(first)), false)
+	// On the stream another caller's command can run between GETRANGE and
+	// PTTL: a key written between them reads as empty yet found. Such a
+	// read, like a long value, is read again off the stream, where the two
+	// travel in one pipeline.
+	if err == nil && first < limit && len(b) > first || err == nil && len(b) == 0 && s.stream != nil {
+		b, ttl, err = s.getTTL(ctx, key, redis.NewStringCmd(ctx, "getrange", key, 0, int64(limit)), true)
+	}
 	if err == nil && b == nil {
 		b = []byte{}
 	}
 	return b, ttl, err
+}
+
+// firstRead is how many bytes (plus one) a bounded read of at most limit
+// asks for first: limit, or on the stream at most its byte limit.
+func (s *Store) firstRead(limit int) int {
+	if s.stream != nil {
+		return min(limit, s.stream.maxBytes)
+	}
+	return limit
 }

@@ -200,6 +200,9 @@ func (s *Store) Unlink(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
 	}
+	if err := s.settle(ctx); err != nil {
+		return 0, fail("del", err)
+	}
 	cmds := make([]*redis.IntCmd, len(keys))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {

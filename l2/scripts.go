@@ -6,7 +6,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// evalEach runs script once per item, all in one pipeline, sent with EVAL
+// evalEach runs script once per item, all in one pipeline off the
+// auto-pipelined stream (after what it still runs for callers that stopped
+// waiting), sent with EVAL
 // (no script cache needed; one node of a cluster takes keys of different
 // slots, each command routed by its key). args(i) gives item i's key and
 // arguments. It returns each item's command, or nil and the error the Store
@@ -14,6 +16,9 @@ import (
 func (s *Store) evalEach(ctx context.Context, op string, script *redis.Script, n int, args func(i int) (string, []any)) ([]*redis.Cmd, error) {
 	if err := s.check(op); err != nil {
 		return nil, err
+	}
+	if err := s.settle(ctx); err != nil {
+		return nil, fail(op, err)
 	}
 	cmds := make([]*redis.Cmd, n)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -47,12 +52,17 @@ func eachDone(op string, n int, cmds []*redis.Cmd, err error) (done []bool, errs
 }
 
 // runDone runs a one-key script (EVALSHA, then EVAL if the server lacks
-// it) that replies 1 when it did its work, and reports whether it did.
-func (s *Store) runDone(ctx context.Context, op string, script *redis.Script, key string, args ...any) (bool, error) {
+// it; large: off the stream) that replies 1 when it did its work, and
+// reports whether it did.
+func (s *Store) runDone(ctx context.Context, op string, large bool, script *redis.Script, key string, args ...any) (bool, error) {
 	if err := s.check(op); err != nil {
 		return false, err
 	}
-	n, err := script.Run(ctx, s.rdb, []string{key}, args...).Int64()
+	cmd, err := s.script(ctx, large, script, key, args...)
+	if err != nil {
+		return false, fail(op, err)
+	}
+	n, err := cmd.Int64()
 	if err != nil {
 		return false, fail(op, err)
 	}

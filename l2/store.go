@@ -29,6 +29,10 @@ type Store struct {
 	// pubRefused is when Redis last refused a PUBLISH (UnixNano, 0:
 	// never): announcements pause for trackRefusedRetry after it.
 	pubRefused atomic.Int64
+	// stream is the auto-pipelined stream (AutoPipeline); nil: off.
+	stream *stream
+	// seam is the test seam that sees each command send sends (SetSeam).
+	seam atomic.Pointer[Seam]
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
@@ -209,7 +213,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	// go-redis reads the reply into a fresh []byte and Bytes hands back
 	// that very buffer, so there is no copy and nothing else aliases it.
-	b, err := s.rdb.Get(ctx, key).Bytes()
+	get := redis.NewStringCmd(ctx, "get", key)
+	if err := s.send(ctx, false, get); err != nil {
+		return nil, fail("get", err)
+	}
+	b, err := get.Bytes()
 	if err != nil {
 		return nil, fail("get", err)
 	}
@@ -225,20 +233,20 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // milliseconds; less than one left is reported as 1ms). A key missing, or
 // expiring between the two commands, yields ErrNotFound.
 func (s *Store) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, error) {
-	return s.getTTL(ctx, key, func(p redis.Pipeliner) *redis.StringCmd { return p.Get(ctx, key) })
+	return s.getTTL(ctx, key, redis.NewStringCmd(ctx, "get", key), false)
 }
 
-// getTTL is GetWithTTL and GetWithTTLUpTo: the value read queues and PTTL
-// in one pipelined round trip; a lease, a key missing, or expiring between
-// the two commands, yields ErrNotFound.
-func (s *Store) getTTL(ctx context.Context, key string, read func(redis.Pipeliner) *redis.StringCmd) ([]byte, time.Duration, error) {
+// getTTL is GetWithTTL and GetWithTTLUpTo: the value read (get) and PTTL
+// sent together (large: off the stream); a lease, a key missing, or
+// expiring between the two commands, yields ErrNotFound.
+func (s *Store) getTTL(ctx context.Context, key string, get *redis.StringCmd, large bool) ([]byte, time.Duration, error) {
 	if err := s.check("getttl"); err != nil {
 		return nil, 0, err
 	}
-	pipe := s.rdb.Pipeline()
-	get := read(pipe)
-	pttl := pipe.PTTL(ctx, key)
-	_, _ = pipe.Exec(ctx) // per-command errors are inspected below
+	pttl := redis.NewDurationCmd(ctx, time.Millisecond, "pttl", key)
+	if err := s.send(ctx, large, get, pttl); err != nil {
+		return nil, 0, fail("getttl", err)
+	}
 	b, err := get.Bytes()
 	if err != nil {
 		return nil, 0, fail("getttl", err)
@@ -266,16 +274,18 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 	}
 	cmd := setCmd(ctx, key, val, ttl)
 	if s.announcing() {
-		return s.setPublish(ctx, cmd, key)
+		return s.setPublish(ctx, cmd, key, s.large(len(val)))
 	}
-	_ = s.rdb.Process(ctx, cmd)
+	if err := s.send(ctx, s.large(len(val)), cmd); err != nil {
+		return fail("set", err)
+	}
 	return fail("set", cmd.Err())
 }
 
 // Delete removes keys and returns how many held an entry (a key under a
-// lease is removed, which voids the lease, but not counted): one pipeline
-// of each key's lease probe and DEL (single-key commands, so a cluster
-// client routes each to its node in the same round trip). A Store that
+// lease is removed, which voids the lease, but not counted): each key's
+// lease probe and DEL, single-key commands sent together (a cluster client
+// routes each to its node in the same round trip). A Store that
 // announces writes announces keys with it.
 func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
@@ -287,7 +297,7 @@ func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if s.announcing() {
 		return s.deletePublish(ctx, keys)
 	}
-	n, err := s.deleteCounted(ctx, keys, nil)
+	n, err := s.deleteCounted(ctx, keys)
 	return n, fail("del", err)
 }
 
@@ -372,14 +382,22 @@ func (s *Store) Marker(ctx context.Context, key, value string) (string, error) {
 	if err := s.check("marker"); err != nil {
 		return "", err
 	}
-	ok, err := s.rdb.SetNX(ctx, key, value, 0).Result()
+	setNX := redis.NewBoolCmd(ctx, "set", key, value, "nx")
+	if err := s.send(ctx, false, setNX); err != nil {
+		return "", fail("marker", err)
+	}
+	ok, err := setNX.Result()
 	if err != nil {
 		return "", fail("marker", err)
 	}
 	if ok {
 		return value, nil
 	}
-	found, err := s.rdb.Get(ctx, key).Result()
+	get := redis.NewStringCmd(ctx, "get", key)
+	if err := s.send(ctx, false, get); err != nil {
+		return "", fail("marker", err)
+	}
+	found, err := get.Result()
 	if err != nil {
 		return "", fail("marker", err)
 	}

@@ -47,6 +47,14 @@ func (s *State) Heard() l2.Mode {
 	return l2.Mode(s.mode.Load())
 }
 
+// Wakes reports whether the current mode tells of writes (tracking, or
+// the pub/sub fallback), so a caller waiting for a key can wait for its
+// invalidation instead of polling.
+func (s *State) Wakes() bool {
+	m := s.Heard()
+	return m == l2.ModeTracking || m == l2.ModePubSub
+}
+
 // L1Cap is what an L1 write may do now: -1 none, 0 unbounded, else the
 // longest an entry may live, in ns.
 func (s *State) L1Cap() int64 { return s.l1cap.Load() }

@@ -7,6 +7,34 @@ import (
 	"time"
 )
 
+// The backoff of a caller that looks again and again at a key under
+// another's lease.
+const (
+	// FirstPoll is the wait after the first look.
+	FirstPoll = 5 * time.Millisecond
+	// PollMax caps the wait between two looks when nothing can wake the
+	// waiter; the backoff doubles up to it.
+	PollMax = 50 * time.Millisecond
+	// Recheck is the wait when the key's invalidation can wake the waiter:
+	// a safety net for a message that never comes (a lease that expires is
+	// reported when Redis expires it, which its active expiry does within
+	// about 100 ms).
+	Recheck = 250 * time.Millisecond
+)
+
+// Patience is how long a look waits for a wake: wait (the backoff) when
+// nothing can wake the waiter, Recheck when the key's invalidation can
+// (woken), never past left, the lease's remaining time (when positive).
+func Patience(wait, left time.Duration, woken bool) time.Duration {
+	if woken {
+		wait = Recheck
+	}
+	if left > 0 {
+		wait = min(wait, left+time.Millisecond)
+	}
+	return wait
+}
+
 // Waiters wakes callers waiting for a key to change (a GetOrLoad waiting
 // on another Client's lease, woken by the key's invalidation). The zero
 // Waiters is ready to use.

@@ -46,3 +46,22 @@ func TestWaitersAwait(t *testing.T) {
 		t.Fatalf("%d waiters, %d keys left registered", n, len(w.m))
 	}
 }
+
+func TestPatience(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		wait, left time.Duration
+		woken      bool
+		want       time.Duration
+	}{
+		{FirstPoll, 0, false, FirstPoll},
+		{PollMax, 0, true, Recheck},
+		{PollMax, 10 * ms, true, 11 * ms},
+		{20 * ms, 100 * ms, false, 20 * ms},
+		{20 * ms, -1, true, Recheck},
+	} {
+		if got := Patience(c.wait, c.left, c.woken); got != c.want {
+			t.Errorf("Patience(%v, %v, %v) = %v, want %v", c.wait, c.left, c.woken, got, c.want)
+		}
+	}
+}

@@ -28,6 +28,10 @@ type Hold struct {
 	armed     chan struct{} // holds one token until a command takes it
 	held      chan struct{}
 	release   chan struct{}
+	// seamed holds the commands h saw as an l2.Seam: its go-redis hooks
+	// leave them alone, so a command on the auto-pipelined stream is held
+	// on its caller's goroutine, not in the batch it shares with others.
+	seamed sync.Map
 }
 
 // NewHold returns a Hold for the first command named name (lower case, as
@@ -68,6 +72,17 @@ func (h *Hold) matches(cmds []redis.Cmder) bool {
 
 // hold blocks when cmds match and the Hold is still armed.
 func (h *Hold) hold(cmds []redis.Cmder) {
+	var mine []redis.Cmder
+	for _, c := range cmds {
+		if _, ok := h.seamed.Load(c); !ok {
+			mine = append(mine, c)
+		}
+	}
+	h.holdSeam(mine)
+}
+
+// holdSeam is hold without the filter of commands seen as a Seam.
+func (h *Hold) holdSeam(cmds []redis.Cmder) {
 	if !h.matches(cmds) {
 		return
 	}
@@ -97,6 +112,26 @@ func (h *Hold) names(cmd redis.Cmder) (string, string) {
 		return cmd.Name(), fmt.Sprint(args[1])
 	}
 	return cmd.Name(), ""
+}
+
+// Before implements l2.Seam (install it with Store.SetSeam, beside or
+// instead of AddHook): a Hold made by NewHoldBefore holds the caller of
+// the matching command here, before the command is queued or sent.
+func (h *Hold) Before(cmd redis.Cmder) {
+	h.seamed.Store(cmd, struct{}{})
+	if h.before {
+		h.holdSeam([]redis.Cmder{cmd})
+	}
+}
+
+// After implements l2.Seam: a Hold made by NewHold holds the caller of the
+// matching command here, once Redis answered it. Only that caller waits:
+// the auto-pipelined stream, and every other command, go on.
+func (h *Hold) After(cmd redis.Cmder) {
+	if !h.before {
+		h.holdSeam([]redis.Cmder{cmd})
+	}
+	h.seamed.Delete(cmd)
 }
 
 // DialHook implements redis.Hook.

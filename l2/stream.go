@@ -1,0 +1,294 @@
+package l2
+
+// The auto-pipelined stream: the Store's single-key commands share one
+// ordered stream of pipelines, go-redis's AutoPipeliner (its deferred face),
+// instead of taking a pooled connection each. The pipeliner runs a batch on
+// its own background context and calls only go-redis's hooks for the batch
+// (the pipeline hook, or the process hook for a batch of one), so a caller
+// waits for its reply with AutoFuture.WaitContext: its ctx ends the wait,
+// not the command.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrStreamRefused is returned by AutoPipeline when the client cannot give
+// the Store an ordered stream: a *redis.Ring (go-redis has no pipeliner for
+// it), a client type other than go-redis's, or a client whose deferred
+// pipeliner was already made unordered (AutoPipelineOptions.Unordered).
+var ErrStreamRefused = errors.New("l2: the client offers no ordered auto-pipeliner")
+
+// stream is the Store's auto-pipelined stream.
+type stream struct {
+	ap *redis.AutoPipeliner
+	// maxBytes is the pipeliner's batch byte limit (MaxBatchBytes): a
+	// value longer than it is sent, and a reply longer than it is read,
+	// off the stream.
+	maxBytes int
+	// busy counts the calls on the stream, and those sent directly because
+	// it was idle, until their send returns.
+	busy atomic.Int64
+	// abandoned counts commands whose caller stopped waiting (its ctx
+	// ended) that the stream has not run yet; a write sent off the stream
+	// waits for them first (settle).
+	abandoned atomic.Int64
+	mu        sync.Mutex
+	settled   chan struct{} // closed when abandoned drops to 0; under mu
+}
+
+// AutoPipeline makes the Store send its single-key commands (Get and the
+// bounded reads, Set, Delete, Exists, TTL, Expire, SetCond, the lease and
+// lock scripts, TryLock, Marker) through the client's deferred
+// AutoPipeliner (go-redis's AsyncAutoPipeline; its first caller's options,
+// DefaultAutoPipelineOptions unless the client's Options set others): one
+// ordered stream, batched with every other caller's commands. Multi-key
+// calls (MGet, MSet, FillMany, AcquireMany, SwapMany, scans, Unlink),
+// Publish and Ping keep their own pipelines. A value longer than the
+// pipeliner's MaxBatchBytes is written off the stream, and a bounded read
+// reads at most that many bytes on it, reading a longer value again off it,
+// so no caller waits behind a large transfer.
+//
+// On the stream a caller's ctx ends its wait, not its command: a command
+// whose caller's deadline passed still runs, in its place in the stream,
+// so it is not applied after a later command of this Store: a write sent
+// off the stream (a large value, a multi-key write, a lone caller's) first
+// waits, within its ctx, until every such command has run (a lone caller
+// goes directly only when there is none). go-redis's hooks see a command on the
+// pipeliner's background context (no values of the caller's ctx), and a
+// batch of several commands only through ProcessPipelineHook.
+//
+// ioTimeout, when positive and the client a *redis.Client, is the read and
+// write timeout of the stream's batches (the pipeliner of a WithTimeout
+// clone sharing the client's pools): a batch stuck on a dead connection
+// then fails after it, not after the client's own timeout, which may be
+// sized for the largest value. 0 keeps the client's timeouts.
+//
+// Call it once, before the Store is used. It returns ErrStreamRefused, or
+// the pipeliner's configuration error, and leaves the Store sending each
+// command itself.
+func (s *Store) AutoPipeline(ioTimeout time.Duration) error {
+	if s.rdb == nil {
+		return ErrStreamRefused
+	}
+	switch s.rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		return ErrStreamRefused
+	}
+	src := s.rdb
+	if c, ok := src.(*redis.Client); ok && ioTimeout > 0 {
+		src = c.WithTimeout(ioTimeout)
+	}
+	ap, err := src.AsyncAutoPipeline()
+	if err != nil {
+		return err
+	}
+	cfg := ap.Config()
+	if cfg.Unordered || cfg.MaxConcurrentBatches > 1 {
+		return ErrStreamRefused
+	}
+	st := &stream{ap: ap, maxBytes: cfg.MaxBatchBytes}
+	if st.maxBytes <= 0 {
+		st.maxBytes = redis.DefaultAutoPipelineOptions().MaxBatchBytes
+	}
+	s.stream = st
+	return nil
+}
+
+// Pipelined reports whether the Store sends through the auto-pipelined
+// stream (AutoPipeline succeeded).
+func (s *Store) Pipelined() bool { return s.stream != nil }
+
+// A Seam sees every command the Store sends through send (the single-key
+// commands AutoPipeline lists, on or off the stream), on the goroutine of
+// the call sending it: Before just before the command is queued or sent,
+// After once the call has every reply, before the Store reads them. A Seam
+// that blocks holds its caller and nothing else: the stream runs on. It is
+// for tests that race one command against others.
+type Seam interface {
+	Before(cmd redis.Cmder)
+	After(cmd redis.Cmder)
+}
+
+// SetSeam makes h the Store's Seam (nil: none).
+func (s *Store) SetSeam(h Seam) {
+	if h == nil {
+		s.seam.Store(nil)
+		return
+	}
+	s.seam.Store(&h)
+}
+
+// send runs cmds in order and returns once each has its reply, or, on the
+// stream, when ctx ends first: then it returns ctx's error, the commands
+// still run in their place, and the caller must not read them. On the
+// stream each command is queued behind every command the Store queued
+// before it. Off it they go as one pipeline (one command alone) on ctx:
+// without a stream; when large (the value longer than the stream's byte
+// limit), after the abandoned commands of the stream ran; and when the
+// caller is alone (no other send in flight, none abandoned), which is then
+// the stream's order too. A command's own error is left on it.
+func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error {
+	var seam Seam
+	if p := s.seam.Load(); p != nil {
+		seam = *p
+		for _, c := range cmds {
+			seam.Before(c)
+		}
+	}
+	st := s.stream
+	switch {
+	case st == nil:
+		s.direct(ctx, cmds)
+	case large:
+		if err := st.settle(ctx); err != nil {
+			return err
+		}
+		s.direct(ctx, cmds)
+	default:
+		// A lone caller (nothing else in flight, nothing abandoned) sends
+		// directly: the pipeliner's hand-off costs it more than it saves.
+		defer st.busy.Add(-1)
+		if st.busy.Add(1) == 1 && st.abandoned.Load() == 0 {
+			s.direct(ctx, cmds)
+		} else if err := st.run(ctx, cmds); err != nil {
+			return err
+		}
+	}
+	if seam != nil {
+		for _, c := range cmds {
+			seam.After(c)
+		}
+	}
+	return nil
+}
+
+// direct sends cmds on ctx: one command alone, several as one pipeline.
+func (s *Store) direct(ctx context.Context, cmds []redis.Cmder) {
+	if len(cmds) == 1 {
+		_ = s.rdb.Process(ctx, cmds[0])
+		return
+	}
+	own := append([]redis.Cmder(nil), cmds...) // so cmds stays on the caller's stack
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range own {
+			_ = p.Process(ctx, c)
+		}
+		return nil
+	})
+}
+
+// settle waits, within ctx, until the stream ran every command whose
+// caller stopped waiting, so that a write sent off the stream cannot be
+// overtaken by an earlier one of this Store. A Store without a stream has
+// nothing to wait for.
+func (s *Store) settle(ctx context.Context) error {
+	if s.stream == nil {
+		return nil
+	}
+	return s.stream.settle(ctx)
+}
+
+// run queues cmds on the stream and waits for their replies within ctx.
+func (st *stream) run(ctx context.Context, cmds []redis.Cmder) error {
+	var buf [4]redis.AutoFuture
+	futs := buf[:0]
+	for _, c := range cmds {
+		futs = append(futs, st.ap.Submit(ctx, c))
+	}
+	for i := range futs {
+		if err := futs[i].WaitContext(ctx); err != nil && err == ctx.Err() {
+			st.abandon(futs[i:])
+			return err
+		}
+	}
+	return nil
+}
+
+// abandon counts futs as abandoned until each has run.
+func (st *stream) abandon(futs []redis.AutoFuture) {
+	own := append([]redis.AutoFuture(nil), futs...)
+	st.mu.Lock()
+	if st.abandoned.Add(int64(len(own))) == int64(len(own)) {
+		st.settled = make(chan struct{})
+	}
+	st.mu.Unlock()
+	go func() {
+		for _, f := range own {
+			_ = f.Wait()
+		}
+		st.mu.Lock()
+		if st.abandoned.Add(-int64(len(own))) == 0 {
+			close(st.settled)
+		}
+		st.mu.Unlock()
+	}()
+}
+
+// settle waits, within ctx, until no abandoned command is left.
+func (st *stream) settle(ctx context.Context) error {
+	if st.abandoned.Load() == 0 {
+		return nil
+	}
+	st.mu.Lock()
+	if st.abandoned.Load() == 0 {
+		st.mu.Unlock()
+		return nil
+	}
+	ch := st.settled
+	st.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// scriptCmd builds a script's command without sending it: EVALSHA, or EVAL
+// with the script's source.
+type scriptCmd struct{ redis.Scripter }
+
+func (scriptCmd) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	return evalCmd(ctx, "eval", src, keys, args)
+}
+
+func (scriptCmd) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return evalCmd(ctx, "evalsha", sha, keys, args)
+}
+
+// evalCmd is name body numkeys keys... args..., as go-redis lays EVAL out.
+func evalCmd(ctx context.Context, name, body string, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, body, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return redis.NewCmd(ctx, append(a, args...)...)
+}
+
+// script runs a one-key script through send (EVALSHA, then EVAL if the
+// server lacks it) and returns its command, or send's error.
+func (s *Store) script(ctx context.Context, large bool, sc *redis.Script, key string, args ...any) (*redis.Cmd, error) {
+	keys := []string{key}
+	cmd := sc.EvalSha(ctx, scriptCmd{}, keys, args...)
+	if err := s.send(ctx, large, cmd); err != nil {
+		return nil, err
+	}
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = sc.Eval(ctx, scriptCmd{}, keys, args...)
+		if err := s.send(ctx, large, cmd); err != nil {
+			return nil, err
+		}
+	}
+	return cmd, nil
+}
+
+// large reports whether n bytes of value are too many for the stream.
+func (s *Store) large(n int) bool { return s.stream != nil && n > s.stream.maxBytes }
