@@ -67,6 +67,7 @@ func run(rounds int, d time.Duration, only string) error {
 	if err != nil {
 		return err
 	}
+	opt.ContextTimeoutEnabled = true // as a service honouring its callers' deadlines runs it
 	ctx := context.Background()
 	value := bytes.Repeat([]byte{'v'}, 1024)
 	name := func(i int) string { return "tp:" + strconv.Itoa(i%keys) }
