@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func BenchmarkCachekit(b *testing.B) {
 	b.Run("GetOrLoadHit/encrypted/struct/100B", benchGetOrLoadHit)
 	b.Run("L1HitParallel/encrypted/bytes/100B", func(b *testing.B) { benchL1HitBytes(b, true, 100, true) })
 	b.Run("L1HitParallel/encrypted/struct/100B", func(b *testing.B) { benchL1HitStruct(b, true, 100, true) })
+	b.Run("L1HitParallelDistinct/encrypted/bytes/100B", func(b *testing.B) { benchL1HitDistinct(b, false) })
+	b.Run("L1HitParallelDistinct/encrypted/struct/100B", func(b *testing.B) { benchL1HitDistinct(b, true) })
 	b.Run("L2GetParallel/encrypted/bytes/1KiB", func(b *testing.B) { benchL2Get(b, 1024, true) })
 }
 
@@ -99,6 +102,45 @@ func benchL1HitStruct(b *testing.B, encrypted bool, n int, parallel bool) {
 	b.SetBytes(int64(n))
 	run(b, how{parallel: parallel}, func() fixture.Record { return fixture.Record{} }, func(r *fixture.Record) error {
 		return c.Get(bg, key, r)
+	})
+}
+
+// benchL1HitDistinct is L1HitParallel with a key per goroutine: each
+// RunParallel goroutine reads its own entry (100 B of bytes, or a 100 B
+// Record), so the goroutines share the Client and nothing else.
+func benchL1HitDistinct(b *testing.B, record bool) {
+	c := newClient(b, clientConfig{encrypted: true, l1: true})
+	const n = 100
+	keys := make([]string, 64) // more than any GOMAXPROCS here
+	for i := range keys {
+		keys[i] = benchKey(b, "l1d")
+		var v any = fixture.NewBytes(n)
+		if record {
+			v = fixture.NewRecord(n)
+		}
+		if err := c.SetWithTTL(bg, keys[i], v, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int32
+	b.SetBytes(n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		key := keys[int(next.Add(1)-1)%len(keys)]
+		dst, r := make([]byte, 0, n), fixture.Record{}
+		for pb.Next() {
+			var err error
+			if record {
+				err = c.Get(bg, key, &r)
+			} else {
+				dst, err = c.AppendValue(bg, dst[:0], key)
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 }
 

@@ -41,7 +41,10 @@ var All = []Pair{
 	{Ours: Cachekit + "L1Hit/encrypted/bytes/100B", Ref: Floor + "RistrettoGet/100B", Note: "cost over one bare ristretto Get"},
 	{Ours: Cachekit + "L1Hit/encrypted/struct/100B", Ref: Floor + "MsgpackUnmarshal/struct/100B", Note: "cost over one bare msgpack decode"},
 	{Ours: Cachekit + "L1Hit/encrypted/bytes/100B", Ref: Cachekit + "L1Hit/plain/bytes/100B", Note: "price of encryption on a hit"},
-	{Ours: Cachekit + "L1HitParallel/encrypted/bytes/100B", Ref: Cachekit + "L1Hit/encrypted/bytes/100B", Note: "parallel ns/op over serial (GOMAXPROCS goroutines)"},
+	{Ours: Cachekit + "L1HitParallel/encrypted/bytes/100B", Ref: Cachekit + "L1Hit/encrypted/bytes/100B", Note: "parallel ns/op over serial (GOMAXPROCS goroutines, one hot key)"},
+	{Ours: Cachekit + "L1HitParallelDistinct/encrypted/bytes/100B", Ref: Cachekit + "L1Hit/encrypted/bytes/100B", Note: "parallel ns/op over serial (a key per goroutine)"},
+	{Ours: Cachekit + "L1HitParallel/encrypted/struct/100B", Ref: Cachekit + "L1Hit/encrypted/struct/100B", Note: "parallel ns/op over serial (GOMAXPROCS goroutines, one hot key)"},
+	{Ours: Cachekit + "L1HitParallelDistinct/encrypted/struct/100B", Ref: Cachekit + "L1Hit/encrypted/struct/100B", Note: "parallel ns/op over serial (a key per goroutine)"},
 	{Ours: Cachekit + "L2GetParallel/encrypted/bytes/1KiB", Ref: Cachekit + "L2Get/encrypted/bytes/1KiB", Note: "parallel ns/op over serial"},
 }
 
