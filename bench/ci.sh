@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # The short benchmark set: L1 and encryption rows only (no Redis needed).
-BENCH_RE='^Benchmark(Cachekit|Floor)$/^(L1Hit|GetOrLoadHit|SealRaw|OpenRaw|RistrettoGet|MsgpackUnmarshal)$'
+BENCH_RE='^Benchmark(Cachekit|Floor)$/^(L1Hit|L1HitParallel|L1HitParallelDistinct|GetOrLoadHit|SealRaw|OpenRaw|RistrettoGet|MsgpackUnmarshal)$'
 BENCH_ARGS=(-run '^$' -bench "$BENCH_RE" -benchmem -count 5 -benchtime 100ms -short .)
 
 if [[ "${1:-}" == "--update-baseline" ]]; then
