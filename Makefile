@@ -13,6 +13,8 @@ test:
 	$(GO) test -race -count=1 $(PKGS)
 	@echo "== tests that run only without -race: allocation budgets, TinyLFU admission (sync.Pool keeps its items)"
 	$(GO) test -count=1 -run 'Alloc|Admission' $(PKGS)
+	@echo "== the Client's suite with auto-pipelining off (CACHEKIT_TEST_AUTOPIPELINE=0; on is the default)"
+	CACHEKIT_TEST_AUTOPIPELINE=0 $(GO) test -count=1 ./cachekit/
 	@echo "== examples/prometheus (its own module: the exporter stays out of the library's go.mod)"
 	cd examples/prometheus && $(GO) test -race -count=1 ./...
 

@@ -6,24 +6,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestAutoPipelineOption pins Options.AutoPipeline: off by default, on
-// when asked on a given client, and off (New still succeeds) on a Ring,
-// which go-redis cannot auto-pipeline.
+// TestAutoPipelineOption pins the auto-pipelining options: on by default,
+// on a given client and on the one New opens, off with
+// DisableAutoPipeline, and off (New still succeeds) on a Ring, which
+// go-redis cannot auto-pipeline.
 func TestAutoPipelineOption(t *testing.T) {
 	t.Parallel()
-	_, rdb := withRedis(t)
-	if autoPipelineAll {
-		t.Skip("CACHEKIT_TEST_AUTOPIPELINE forces the option on")
+	srv, rdb := withRedis(t)
+	if noAutoPipeline {
+		t.Skip("CACHEKIT_TEST_AUTOPIPELINE=0 turns the option off")
 	}
-	if c := newClient(t, Options{Redis: rdb}); c.l2.Pipelined() {
-		t.Error("auto-pipelining is on by default")
+	if c := newClient(t, Options{Redis: rdb}); !c.l2.Pipelined() {
+		t.Error("a given client is not auto-pipelined by default")
 	}
-	if c := newClient(t, Options{Redis: rdb, AutoPipeline: true}); !c.l2.Pipelined() {
-		t.Error("AutoPipeline: true left a given client without the stream")
+	if c := newClient(t, Options{RedisURL: "redis://" + srv.Addr()}); !c.l2.Pipelined() {
+		t.Error("the client New opens is not auto-pipelined by default")
+	}
+	if c := newClient(t, Options{Redis: rdb, DisableAutoPipeline: true}); c.l2.Pipelined() {
+		t.Error("DisableAutoPipeline left the stream on")
 	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": rdb.Options().Addr}})
 	t.Cleanup(func() { _ = ring.Close() })
-	if c := newClient(t, Options{Redis: ring, AutoPipeline: true}); c.l2.Pipelined() {
+	if c := newClient(t, Options{Redis: ring}); c.l2.Pipelined() {
 		t.Error("a Ring reports a stream")
 	}
 }
@@ -35,9 +39,9 @@ func TestAutoPipelineOption(t *testing.T) {
 // with Redis afterwards.
 func TestAutoPipelineHoldDoesNotHoldTheStream(t *testing.T) {
 	t.Parallel()
-	c, h, raw := heldClient(t, "set", "k", Options{AutoPipeline: true})
+	c, h, raw := heldClient(t, "set", "k", Options{})
 	if !c.l2.Pipelined() {
-		t.Fatal("no stream")
+		t.Skip("auto-pipelining is off (CACHEKIT_TEST_AUTOPIPELINE=0)")
 	}
 	whileHeld(t, h, func() error { return c.Set(bg, "k", "a") }, func() {
 		mustSet(t, c, "other", "x")

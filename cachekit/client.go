@@ -181,7 +181,7 @@ func (c *Client) build(opts Options) error {
 		c.rel = guard.New(guard.Config(*opts.Reliability), c.guardHooks())
 	}
 	if c.l2 != nil {
-		if opts.AutoPipeline {
+		if !opts.DisableAutoPipeline {
 			// An opened client's timeouts are sized for the largest value;
 			// a stream batch carries values of at most 128 KiB each.
 			var batch time.Duration
@@ -189,7 +189,7 @@ func (c *Client) build(opts Options) error {
 				batch = c.rel.AttemptTimeout() + guard.TransferTime(streamBatchBytes)
 			}
 			if err := c.l2.AutoPipeline(batch); err != nil {
-				c.log.Warn("cachekit: auto-pipelining is off", "error", err)
+				c.log.Info("cachekit: auto-pipelining is off", "error", err)
 			}
 		}
 		if !c.ownsRedis {

@@ -32,13 +32,13 @@ func withRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 	return srv, rdb
 }
 
-// autoPipelineAll turns Options.AutoPipeline on for every Client
-// newClient makes (CACHEKIT_TEST_AUTOPIPELINE=1), to run the suite with it.
-var autoPipelineAll = os.Getenv("CACHEKIT_TEST_AUTOPIPELINE") == "1"
+// noAutoPipeline turns auto-pipelining off for every Client newClient
+// makes (CACHEKIT_TEST_AUTOPIPELINE=0), to run the suite without it.
+var noAutoPipeline = os.Getenv("CACHEKIT_TEST_AUTOPIPELINE") == "0"
 
 func newClient(t testing.TB, opts Options) *Client {
 	t.Helper()
-	opts.AutoPipeline = opts.AutoPipeline || autoPipelineAll
+	opts.DisableAutoPipeline = opts.DisableAutoPipeline || noAutoPipeline
 	c, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

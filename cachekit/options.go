@@ -233,17 +233,16 @@ type Options struct {
 	// ends). Production and Secure set &Invalidation{}.
 	Invalidation *Invalidation
 
-	// AutoPipeline sends the Client's single-key Redis commands through
-	// go-redis's AutoPipeliner: one ordered stream of pipelines shared by
-	// every caller (l2.Store.AutoPipeline lists what goes on it). A caller's
-	// deadline ends its wait, not its command: a write abandoned at its
-	// deadline may still execute, never after a later write of this Client.
-	// Values over 128 KiB, and a caller alone on the Client, go directly.
-	// go-redis hooks (redisotel) see a pipelined command on the pipeliner's
-	// context, not under the operation's span. A *redis.Ring, or a client
-	// whose AsyncAutoPipeline is unordered, keeps sending each command
-	// itself (logged). Default: false (each command on a pooled connection).
-	AutoPipeline bool
+	// DisableAutoPipeline turns auto-pipelining off. On (the default), the
+	// Client's single-key Redis commands go through go-redis's AutoPipeliner,
+	// the given client's or the opened one's: one ordered stream of
+	// pipelines shared by every caller (l2.Store.AutoPipeline lists what
+	// goes on it). A caller's deadline ends its wait, not its command: a
+	// write abandoned at its deadline may still execute, never after a later
+	// write of this Client. Values over 128 KiB, and a caller alone on the
+	// Client, go directly. Hooks (redisotel) see a pipelined command on the
+	// pipeliner's context, not under the operation's span. Default: false.
+	DisableAutoPipeline bool
 
 	// MeterProvider receives the Client's OpenTelemetry metrics (see
 	// docs/production.md for the instruments). Default: nil (no metrics

@@ -2,12 +2,18 @@
 // concurrent callers (issue 34): 1 KiB GETs with plain go-redis, go-redis's
 // AutoPipeliner, rueidis (auto-pipelined by default) and cachekit's
 // encrypted Get with L1 off (auto-pipelining on and off), at 1, 16 and 128
-// callers; and Sets of the same value at 128 callers. Each round runs
-// every row once for -d, in one order in odd rounds and the reverse in even
-// ones; a row's result is the median of its rounds in ops/s, with the
-// lowest and highest round as its spread.
+// callers; Sets of the same value at 128 callers; a 95/5 read/write mix over
+// the same 1,024 keys for each client, cachekit with L1 off and on (L1 with
+// Invalidation, so every write reaches it); and, for the server cost of a
+// read with L1 on, rueidis's GET beside a GET+PTTL sent together. Each
+// round runs every row once for -d, in one order in odd rounds and the
+// reverse in even ones; a row's result is the median of its rounds in
+// ops/s, with the lowest and highest round as its spread, and the Redis
+// CPU (INFO used_cpu_user + used_cpu_sys) each operation cost, median of
+// the rounds.
 //
 //	cd bench && go run ./cmd/throughput -rounds 5 -d 2s
+//	cd bench && go run ./cmd/throughput -rows 'mix'   # only rows matching
 //
 // It uses the Redis of CACHEKIT_REDIS_URL or starts a private redis-server
 // (bench/internal/redisserver).
@@ -19,8 +25,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +50,7 @@ type row struct {
 	callers int
 	op      op
 	rounds  []float64 // ops/s per round
+	cpu     []float64 // Redis CPU µs per op, per round
 }
 
 const keys = 1024 // the rows read keys[i%keys]
@@ -49,15 +58,21 @@ const keys = 1024 // the rows read keys[i%keys]
 func main() {
 	rounds := flag.Int("rounds", 3, "alternating rounds")
 	d := flag.Duration("d", 2*time.Second, "duration of each row in each round")
-	only := flag.String("callers", "1,16,128", "caller counts of the GET rows")
+	only := flag.String("callers", "1,16,128", "caller counts of the GET and mix rows")
+	match := flag.String("rows", "", "run only the rows whose name matches this regexp")
 	flag.Parse()
-	if err := run(*rounds, *d, *only); err != nil {
+	re, err := regexp.Compile(*match)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "throughput: -rows:", err)
+		os.Exit(2)
+	}
+	if err := run(*rounds, *d, *only, re); err != nil {
 		fmt.Fprintln(os.Stderr, "throughput:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds int, d time.Duration, only string) error {
+func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	srv, err := redisserver.Start()
 	if err != nil {
 		return err
@@ -83,23 +98,38 @@ func run(rounds int, d time.Duration, only string) error {
 		return err
 	}
 	defer rue.Close()
+	// cachekit Clients with L1 off, auto-pipelining off and on, and with
+	// L1 (and Invalidation, as Production runs it) and auto-pipelining on.
+	newCK := func(on bool, l1 int64) (*cachekit.Client, error) {
+		rdb := redis.NewClient(opt)
+		c, err := cachekit.New(cachekit.Options{Redis: rdb, DisableAutoPipeline: !on, L1MaxBytes: l1,
+			Invalidation: map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
+			Encryption:   &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}})
+		if err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+		return c, nil
+	}
 	clients := map[bool]*cachekit.Client{}
 	for _, on := range []bool{false, true} {
-		rdb := redis.NewClient(opt)
-		defer rdb.Close()
-		c, err := cachekit.New(cachekit.Options{Redis: rdb, AutoPipeline: on,
-			Encryption: &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}})
+		c, err := newCK(on, 0)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		clients[on] = c
 	}
+	withL1, err := newCK(true, 64<<20)
+	if err != nil {
+		return err
+	}
+	defer withL1.Close()
 	for i := range keys {
 		if err := plain.Set(ctx, name(i), value, 0).Err(); err != nil {
 			return err
 		}
-		for _, c := range clients {
+		for _, c := range []*cachekit.Client{clients[false], withL1} { // one Redis: the L1-off pair shares the keys
 			if err := c.Set(ctx, "ck"+name(i), value); err != nil {
 				return err
 			}
@@ -124,6 +154,37 @@ func run(rounds int, d time.Duration, only string) error {
 			return clients[true].Get(ctx, "ck"+name(i), &v)
 		}},
 	}
+	// mix makes a 95/5 read/write row of read and write: every 20th call
+	// writes.
+	mix := func(read, write op) op {
+		return func(ctx context.Context, i int) error {
+			if i%20 == 0 {
+				return write(ctx, i)
+			}
+			return read(ctx, i)
+		}
+	}
+	ckGet := func(c *cachekit.Client) op {
+		return func(ctx context.Context, i int) error {
+			var v []byte
+			return c.Get(ctx, "ck"+name(i), &v)
+		}
+	}
+	ckSet := func(c *cachekit.Client) op {
+		return func(ctx context.Context, i int) error { return c.Set(ctx, "ck"+name(i), value) }
+	}
+	mixRows := []struct {
+		name string
+		op   op
+	}{
+		{"mix 95/5 go-redis", mix(getRows[0].op, func(ctx context.Context, i int) error { return plain.Set(ctx, name(i), value, 0).Err() })},
+		{"mix 95/5 go-redis AutoPipeline", mix(getRows[1].op, func(ctx context.Context, i int) error { return ap.Set(ctx, name(i), value, 0).Err() })},
+		{"mix 95/5 rueidis", mix(getRows[2].op, func(ctx context.Context, i int) error {
+			return rue.Do(ctx, rue.B().Set().Key(name(i)).Value(rueidis.BinaryString(value)).Build()).Error()
+		})},
+		{"mix 95/5 cachekit (enc, L1 off, pipelining on)", mix(ckGet(clients[true]), ckSet(clients[true]))},
+		{"mix 95/5 cachekit (enc, L1 on, pipelining on)", mix(ckGet(withL1), ckSet(withL1))},
+	}
 	var rows []*row
 	for _, f := range bytes.Split([]byte(only), []byte(",")) {
 		n, err := strconv.Atoi(string(f))
@@ -133,7 +194,20 @@ func run(rounds int, d time.Duration, only string) error {
 		for _, g := range getRows {
 			rows = append(rows, &row{name: g.name, callers: n, op: g.op})
 		}
+		for _, m := range mixRows {
+			rows = append(rows, &row{name: m.name, callers: n, op: m.op})
+		}
 	}
+	// What a read with L1 on asks of Redis (GET and PTTL) against a GET
+	// alone, at the load where Redis is the bound.
+	rows = append(rows, &row{name: "rueidis GET+PTTL (together)", callers: 128, op: func(ctx context.Context, i int) error {
+		for _, r := range rue.DoMulti(ctx, rue.B().Get().Key(name(i)).Build(), rue.B().Pttl().Key(name(i)).Build()) {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
 	setRows := []struct {
 		name string
 		op   op
@@ -153,6 +227,7 @@ func run(rounds int, d time.Duration, only string) error {
 	for _, s := range setRows {
 		rows = append(rows, &row{name: s.name, callers: 128, op: s.op})
 	}
+	rows = slices.DeleteFunc(rows, func(r *row) bool { return !match.MatchString(r.name) })
 
 	for r := range rounds {
 		order := slices.Clone(rows)
@@ -160,24 +235,56 @@ func run(rounds int, d time.Duration, only string) error {
 			slices.Reverse(order)
 		}
 		for _, rw := range order {
-			ops, err := measure(rw.op, rw.callers, d)
+			cpu0, err := redisCPU(ctx, plain)
+			if err != nil {
+				return err
+			}
+			ops, n, err := measure(rw.op, rw.callers, d)
 			if err != nil {
 				return fmt.Errorf("%s at %d: %w", rw.name, rw.callers, err)
 			}
+			cpu1, err := redisCPU(ctx, plain)
+			if err != nil {
+				return err
+			}
 			rw.rounds = append(rw.rounds, ops)
+			rw.cpu = append(rw.cpu, (cpu1-cpu0)*1e6/float64(n))
 		}
 		fmt.Fprintf(os.Stderr, "round %d of %d done\n", r+1, rounds)
 	}
-	fmt.Printf("%-44s %7s %12s %25s\n", "row", "callers", "median op/s", "spread (min - max)")
+	fmt.Printf("%-48s %7s %12s %25s %16s\n", "row", "callers", "median op/s", "spread (min - max)", "Redis CPU µs/op")
 	for _, rw := range rows {
 		s := slices.Sorted(slices.Values(rw.rounds))
-		fmt.Printf("%-44s %7d %12.1fk %11.1fk - %.1fk\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3)
+		c := slices.Sorted(slices.Values(rw.cpu))
+		fmt.Printf("%-48s %7d %12.1fk %11.1fk - %.1fk %16.2f\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3, c[len(c)/2])
 	}
 	return nil
 }
 
-// measure runs op from callers goroutines for d and returns ops/s.
-func measure(o op, callers int, d time.Duration) (float64, error) {
+// redisCPU is the CPU time the Redis server has used, in seconds (INFO
+// CPU: used_cpu_user + used_cpu_sys).
+func redisCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
+			}
+			total += f
+		}
+	}
+	return total, nil
+}
+
+// measure runs op from callers goroutines for d and returns ops/s and the
+// number of ops.
+func measure(o op, callers int, d time.Duration) (float64, int64, error) {
 	ctx := context.Background()
 	var total atomic.Int64
 	var mu sync.Mutex
@@ -212,7 +319,7 @@ func measure(o op, callers int, d time.Duration) (float64, error) {
 	close(stop)
 	wg.Wait()
 	if firstErr != nil {
-		return 0, firstErr
+		return 0, 0, firstErr
 	}
-	return float64(total.Load()) / time.Since(start).Seconds(), nil
+	return float64(total.Load()) / time.Since(start).Seconds(), total.Load(), nil
 }
