@@ -55,12 +55,25 @@ type row struct {
 
 const keys = 1024 // the rows read keys[i%keys]
 
+// ckPipeline, when set (-ap-batch, -ap-delay), is the AutoPipelineOptions
+// of the cachekit clients' go-redis clients.
+var ckPipeline *redis.AutoPipelineOptions
+
 func main() {
 	rounds := flag.Int("rounds", 3, "alternating rounds")
 	d := flag.Duration("d", 2*time.Second, "duration of each row in each round")
 	only := flag.String("callers", "1,16,128", "caller counts of the GET and mix rows")
 	match := flag.String("rows", "", "run only the rows whose name matches this regexp")
+	apBatch := flag.Int("ap-batch", 0, "cachekit clients' AutoPipelineOptions.MaxBatchSize (0: go-redis's default)")
+	apDelay := flag.Duration("ap-delay", 0, "cachekit clients' AutoPipelineOptions.MaxFlushDelay (0: none)")
 	flag.Parse()
+	if *apBatch != 0 || *apDelay != 0 {
+		ckPipeline = redis.DefaultAutoPipelineOptions()
+		if *apBatch != 0 {
+			ckPipeline.MaxBatchSize = *apBatch
+		}
+		ckPipeline.MaxFlushDelay = *apDelay
+	}
 	re, err := regexp.Compile(*match)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "throughput: -rows:", err)
@@ -101,7 +114,9 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	// cachekit Clients with L1 off, auto-pipelining off and on, and with
 	// L1 (and Invalidation, as Production runs it) and auto-pipelining on.
 	newCK := func(on bool, l1 int64) (*cachekit.Client, error) {
-		rdb := redis.NewClient(opt)
+		o := *opt
+		o.AutoPipelineOptions = ckPipeline
+		rdb := redis.NewClient(&o)
 		c, err := cachekit.New(cachekit.Options{Redis: rdb, DisableAutoPipeline: !on, L1MaxBytes: l1,
 			Invalidation: map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
 			Encryption:   &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}})
