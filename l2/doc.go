@@ -27,7 +27,10 @@
 // another Redis type, which MGET reads as missing), a second round trip asks
 // the TYPE of the keys read as missing. MSet pipelines SET PX per item.
 // TryLock pipelines SET NX PX and a GET; Unlock is a compare-and-delete Lua
-// script.
+// script. On the auto-pipelined stream (AutoPipeline) the commands of one
+// single-key call are submitted in order but may run in consecutive batches,
+// with other connections' commands between them; sent directly, they are one
+// pipeline.
 //
 // # Tracking
 //

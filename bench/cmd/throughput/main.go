@@ -113,11 +113,17 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	defer rue.Close()
 	// cachekit Clients with L1 off, auto-pipelining off and on, and with
 	// L1 (and Invalidation, as Production runs it) and auto-pipelining on.
+	// The L1 client has a KeyPrefix of its own, so its broadcast tracking
+	// hears only its own keys' writes, not every other row's.
 	newCK := func(on bool, l1 int64) (*cachekit.Client, error) {
 		o := *opt
 		o.AutoPipelineOptions = ckPipeline
 		rdb := redis.NewClient(&o)
-		c, err := cachekit.New(cachekit.Options{Redis: rdb, DisableAutoPipeline: !on, L1MaxBytes: l1,
+		prefix := ""
+		if l1 > 0 {
+			prefix = "l1:"
+		}
+		c, err := cachekit.New(cachekit.Options{Redis: rdb, DisableAutoPipeline: !on, L1MaxBytes: l1, KeyPrefix: prefix,
 			Invalidation: map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
 			Encryption:   &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}})
 		if err != nil {
@@ -144,7 +150,7 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 		if err := plain.Set(ctx, name(i), value, 0).Err(); err != nil {
 			return err
 		}
-		for _, c := range []*cachekit.Client{clients[false], withL1} { // one Redis: the L1-off pair shares the keys
+		for _, c := range []*cachekit.Client{clients[false], withL1} { // the L1-off pair shares its keys; withL1 has its prefix
 			if err := c.Set(ctx, "ck"+name(i), value); err != nil {
 				return err
 			}
