@@ -162,3 +162,26 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 	}
 	return true
 }
+
+// TestMGetOrLoadReleasesUnusedLeases: a key the loader leaves out, and one
+// whose value cannot be stored, have their leases given back when
+// MGetOrLoad returns (not left to expire after LeaseTTL), so the next
+// reader of either key loads at once instead of waiting on a lease.
+func TestMGetOrLoadReleasesUnusedLeases(t *testing.T) {
+	t.Parallel()
+	c, rdb := redisClient(t, Options{Encryption: encConfig(""), LeaseTTL: time.Minute})
+	got, err := MGetOrLoad(bg, c, []string{"kept", "omitted", "unsealable"}, func(context.Context, []string) (map[string]any, error) {
+		return map[string]any{"kept": 1, "unsealable": func() {}}, nil
+	})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("MGetOrLoad = %v, %v; want kept and unsealable returned", got, err)
+	}
+	for _, k := range []string{"omitted", "unsealable"} {
+		if n, err := rdb.Exists(bg, c.fullKey(k)).Result(); err != nil || n != 0 {
+			t.Fatalf("%s: EXISTS = %d, %v after MGetOrLoad returned; want its lease released", k, n, err)
+		}
+	}
+	if n, _ := rdb.Exists(bg, c.fullKey("kept")).Result(); n != 1 {
+		t.Fatal("the loaded value was not stored")
+	}
+}
