@@ -14,7 +14,6 @@ import (
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
 	"github.com/cachekit-io/cachekit-go/internal/codec"
-	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -60,7 +59,7 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 			}
 			body = s.plain
 		}
-		return chunked.Append(make([]byte, 0, l1.ValueCap(len(body))), body), nil
+		return chunked.Append(make([]byte, 0, len(body)), body), nil
 	}
 	aad, err := c.appendAAD(s, key)
 	if err != nil {
@@ -82,7 +81,7 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 		body = s.plain
 	}
 	if dst == nil {
-		dst = make([]byte, 0, l1.ValueCap(len(body)+encryption.Overhead))
+		dst = make([]byte, 0, len(body)+encryption.Overhead)
 	}
 	out, d, err := c.enc.EncryptNow(dst, body, aad)
 	if d != nil {

@@ -123,13 +123,12 @@ func TestL1MemoryAdmission300k(t *testing.T) {
 }
 
 // TestL1MemoryAdmissionAtCap: 16 MiB and 64 MiB L1s filled with 1,000,000
-// keys (they evict) hold at least L1MaxBytes/300 entries, and their live
-// bytes (HeapAlloc after a collection) stay within the bound. HeapInuse is
-// gated more loosely (2 × L1MaxBytes + FixedBytes; it meets the bound but
-// for the encrypted 16 MiB case, 1.7 × + FixedBytes): after a million
-// evictions the survivors are spread over spans whose other slots held
-// garbage of the last GC cycle, so it exceeds the live bytes by up to what
-// that cycle allocated (GOGC), not by anything the L1 holds.
+// keys (they evict) hold at least L1MaxBytes/300 entries, and the heap in
+// use stays within the bound: small values live in the L1's arena, whose
+// cleaning returns the chunks that evictions empty (see l1's package doc).
+// With a name key, the names memo's entries come on top (each memo miss
+// replaces one; they share spans with per-call garbage): HeapInuse is
+// gated at 1.1 × the bound there, the live bytes at the bound.
 func TestL1MemoryAdmissionAtCap(t *testing.T) {
 	const n = 1_000_000
 	for _, capBytes := range []int64{16 << 20, 64 << 20} {
@@ -139,8 +138,12 @@ func TestL1MemoryAdmissionAtCap(t *testing.T) {
 				if grew := r.alloc - r.baseAlloc; grew > r.bound() {
 					t.Fatalf("live heap grew %.1f MiB, over the bound %.1f MiB", mib(grew), mib(r.bound()))
 				}
-				if grew, loose := r.inuse-r.base, 2*capBytes+l1.FixedBytes(capBytes); grew > loose {
-					t.Fatalf("HeapInuse grew %.1f MiB, over %.1f MiB", mib(grew), mib(loose))
+				limit := r.bound()
+				if mc.name == "named" {
+					limit += limit / 10
+				}
+				if grew := r.inuse - r.base; grew > limit {
+					t.Fatalf("HeapInuse grew %.1f MiB, over %.1f MiB", mib(grew), mib(limit))
 				}
 				if r.entries < capBytes/300 {
 					t.Fatalf("%d entries held, want at least %d (L1MaxBytes/300)", r.entries, capBytes/300)
@@ -155,8 +158,8 @@ func TestL1MemoryAdmissionAtCap(t *testing.T) {
 
 // TestL1MemoryAdmissionChurn: a 16 MiB L1 under churn (values from 32 B to
 // 4 KiB, overwrites of other sizes, deletes) keeps its live bytes
-// (HeapAlloc) within the bound. HeapInuse is reported, not gated: the
-// spans that freed entries leave behind are reused, not returned at once.
+// (HeapAlloc) within the bound. HeapInuse is reported here; the at-cap
+// test gates it.
 func TestL1MemoryAdmissionChurn(t *testing.T) {
 	const capBytes = 16 << 20
 	const n = 400_000

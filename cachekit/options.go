@@ -79,12 +79,12 @@ type Options struct {
 	RedisURL string
 
 	// L1MaxBytes is the capacity of the in-process L1 in bytes of memory:
-	// each entry is charged its sealed bytes (at Go's allocation size) and
-	// l1.EntryOverhead (185 bytes on Go 1.26: the L1's and ristretto's
-	// bookkeeping; no copy of the key is kept); l1.FixedBytes(L1MaxBytes)
-	// comes on top (ristretto's admission sketch and the L1's read index,
-	// 12.3 MiB at 64 MiB). 0 disables L1. Default: 0; every preset sets
-	// 64 MiB.
+	// each entry is charged its sealed bytes (plus a 10-byte header; large
+	// ones, over 8 KiB from 16 MiB, at Go's allocation size; see l1) and
+	// l1.EntryOverhead (185 bytes on Go 1.26; no copy of the key is kept);
+	// l1.FixedBytes(L1MaxBytes) comes on top (ristretto's sketch and the
+	// L1's read index, 12.3 MiB at 64 MiB). 0 disables L1. Default: 0;
+	// every preset sets 64 MiB.
 	L1MaxBytes int64
 
 	// L1TTLJitter shortens each L1 entry's lifetime by a random fraction up

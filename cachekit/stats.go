@@ -14,8 +14,8 @@ type Stats struct {
 	// Redis.
 	L1Rejected uint64
 	// L1Bytes is what L1 charges for the entries it holds now, in bytes
-	// of memory: their sealed bytes at Go's allocation size plus
-	// l1.EntryOverhead each (see Options.L1MaxBytes).
+	// of memory: their sealed bytes (see Options.L1MaxBytes) plus
+	// l1.EntryOverhead each.
 	L1Bytes int64
 	// L1OpenFailures counts L1 entries that failed to decrypt or unwrap
 	// and were evicted (the read fell through to L2).

@@ -23,7 +23,9 @@ type Cache struct {
 	// probe here, and ristretto hears of it through touch. A write
 	// publishes its entry before handing it to ristretto; OnEvict,
 	// OnReject, Delete, Clear and Close take it out (see index.go).
-	idx   index
+	idx index
+	// arena holds the small values (see arena.go).
+	arena arena
 	cfg   settings
 	seed  maphash.Seed // the key's hash: index slot, ristretto key, locks
 	seed2 maphash.Seed // the key's check: the rest of its fingerprint
@@ -71,7 +73,8 @@ func New(cfg Config) (*Cache, error) {
 		return nil, err
 	}
 	c := &Cache{cfg: s, seed: maphash.MakeSeed(), seed2: maphash.MakeSeed(), epoch: time.Now()}
-	c.idx.init(s.maxBytes)
+	c.arena.init(s.maxBytes)
+	c.idx.init(s.maxBytes, &c.arena)
 	rc, err := ristretto.NewCache(&ristretto.Config[uint64, *entry]{
 		NumCounters: s.numCounters,
 		MaxCost:     s.maxBytes,
@@ -177,7 +180,8 @@ func (c *Cache) Remaining(key string) (time.Duration, bool) {
 }
 
 // Set stores val under key for ttl (shortened by the configured jitter) and
-// advances the key's Version. The cache keeps val: the caller must not
+// advances the key's Version. A small value is copied into the value
+// arena; a larger one (see the package doc) is kept: the caller must not
 // modify it afterwards (nor append to it: its whole capacity is charged).
 //
 // When Set returns true, every later Get in this process returns val until
@@ -259,6 +263,7 @@ func (c *Cache) Clear() {
 	closed := c.closed
 	if !closed {
 		c.idx.reset(fresh)
+		c.arena.reset()
 		c.bumpAll()
 	}
 	c.unlockAll()
@@ -295,6 +300,7 @@ func (c *Cache) Close() {
 		empty[i] = newTable(minSegmentSlots)
 	}
 	c.idx.reset(empty)
+	c.arena.reset()
 	c.bumpAll()
 }
 
@@ -326,7 +332,7 @@ func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, cond
 // stored yet, since ristretto would refuse the second of two queued new
 // entries of one key.
 func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool {
-	vc := allocSize(cap(val))
+	vc := c.valueCharge(val)
 	cost := EntryOverhead + vc
 	if ttl <= 0 || cost > c.cfg.maxBytes || len(val) > maxValueLen {
 		if ttl > 0 {
@@ -336,6 +342,7 @@ func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool 
 		return false
 	}
 	exp := c.deadline(c.cfg.jittered(ttl))
+	val = c.arena.put(h, val)
 	if c.rewrite(h, check, val, exp, vc) {
 		return true
 	}
@@ -400,9 +407,21 @@ func (c *Cache) rewrite(h uint64, check uint32, val []byte, exp int64, vc int64)
 	if ec := e.valueCharge(); vc > ec || 2*vc < ec || vc > maxValueCharge {
 		return false
 	}
-	e.store(val, exp)
+	if !c.idx.rewrite(e, val, exp) {
+		return false // evicted meanwhile: a full write
+	}
 	c.ctr.rewrites.Add(1)
 	return true
+}
+
+// valueCharge is what val is charged: its record in the arena, rounded up
+// to 8 bytes, or, for a value kept as its own allocation, its capacity
+// rounded up to Go's size class.
+func (c *Cache) valueCharge(val []byte) int64 {
+	if r := c.arena.recBytes(len(val)); r > 0 {
+		return (r + 7) &^ 7
+	}
+	return allocSize(cap(val))
 }
 
 // deadline returns the expiry of a value written now with ttl (> 0),

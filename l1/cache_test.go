@@ -21,8 +21,14 @@ func TestSetGetDelete(t *testing.T) {
 	}
 	mustGet(t, c, "k", v1)
 	got, _ := c.Get("k")
-	if unsafe.SliceData(got) != unsafe.SliceData(v1) {
-		t.Fatal("Get copied the value; the cache must hand back the stored slice")
+	again, _ := c.Get("k")
+	if unsafe.SliceData(got) != unsafe.SliceData(again) || cap(got) != len(v1) {
+		t.Fatal("Get copied the value; the cache must hand back the one it stored")
+	}
+	big := value(3, minChunk) // longer than any arena keeps: stored as given
+	c.Set("big", big, time.Minute)
+	if got, _ := c.Get("big"); unsafe.SliceData(got) != unsafe.SliceData(big) {
+		t.Fatal("Get copied a large value; the cache must hand back the stored slice")
 	}
 	v2 := value(2, 50)
 	if !c.Set("k", v2, time.Minute) {
@@ -57,7 +63,7 @@ func TestCostBytesTracksValueLengths(t *testing.T) {
 		}
 	}
 	c.rc.Wait()                                        // new entries reach ristretto's accounting through its buffer
-	want := chargeOf(10) + chargeOf(20) + chargeOf(30) // 16 + 24 + 32 value bytes
+	want := chargeOf(10) + chargeOf(20) + chargeOf(30) // records of 20, 30, 40 bytes
 	if got := c.Stats().CostBytes; got != want {
 		t.Fatalf("CostBytes = %d, want %d", got, want)
 	}
@@ -114,16 +120,16 @@ func TestNonPositiveTTLRemovesKey(t *testing.T) {
 }
 
 func TestOversizeValueRejected(t *testing.T) {
-	c := newCache(t, Config{MaxBytes: chargeOf(112)})
+	c := newCache(t, Config{MaxBytes: chargeOf(100)}) // a 112-byte record
 	if !c.Set("fits", value(1, 100), time.Minute) {
 		t.Fatal("value charged exactly MaxBytes was not stored")
 	}
-	if c.Set("big", value(2, 113), time.Minute) {
+	if c.Set("big", value(2, 103), time.Minute) { // 113: 120 charged
 		t.Fatal("value larger than MaxBytes was stored")
 	}
 	mustMiss(t, c, "big")
 	// Replacing an existing value with an oversize one removes the old one.
-	if c.Set("fits", value(3, 113), time.Minute) {
+	if c.Set("fits", value(3, 103), time.Minute) {
 		t.Fatal("oversize update returned true")
 	}
 	mustMiss(t, c, "fits")

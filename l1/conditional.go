@@ -55,6 +55,16 @@ func (c *Cache) restore(h uint64, st *stripe, key string, ttl time.Duration) boo
 // write of key runs under them: Set, SetIfVersion, SetIfPresence, Extend),
 // and counts a stored entry; false when the cache is closed.
 func (c *Cache) locked(key string, fn func(h uint64, st *stripe) bool) bool {
+	ok := c.lockedRun(key, fn)
+	if c.arena.due.Load() {
+		c.clean()
+	}
+	return ok
+}
+
+// lockedRun is locked but for the arena's cleaning, which runs after the
+// locks are released.
+func (c *Cache) lockedRun(key string, fn func(h uint64, st *stripe) bool) bool {
 	h := c.keyHash(key)
 	sh := c.shardOf(h)
 	sh.mu.RLock()

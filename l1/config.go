@@ -16,9 +16,10 @@ const MaxTTLJitter = 0.5
 // required. New copies the Config and never modifies the caller's value.
 type Config struct {
 	// MaxBytes is the capacity in bytes of memory: every entry is charged
-	// EntryOverhead plus its value's allocation size (cap(value) rounded
-	// up to Go's size class); no copy of the key is kept. FixedBytes(MaxBytes)
-	// comes on top. Required: must be > 0.
+	// EntryOverhead plus its value's bytes (a small value's record in the
+	// value arena, a large one's capacity rounded up to Go's size class;
+	// see the package doc); no copy of the key is kept.
+	// FixedBytes(MaxBytes) comes on top. Required: must be > 0.
 	MaxBytes int64
 
 	// NumCounters is the number of TinyLFU frequency counters (about 3 bytes

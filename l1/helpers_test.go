@@ -64,5 +64,8 @@ func indexed(c *Cache, key string) *entry {
 
 // chargeOf is what an entry whose value has capacity n is charged.
 func chargeOf(n int) int64 {
+	if n > 0 && n <= minChunk/8 { // in the arena of any cache
+		return EntryOverhead + (recHeader+int64(n)+7)&^7
+	}
 	return EntryOverhead + allocSize(n)
 }

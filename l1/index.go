@@ -38,6 +38,9 @@ var tombstone = new(entry)
 // index is the read index. The zero value is not usable; see init.
 type index struct {
 	segs [indexSegments]segment
+	// vals is the arena whose live count the index keeps: the record
+	// bytes of the values of the entries it holds (see arena).
+	vals *arena
 }
 
 // segment is one independently locked part of the index, chosen by the top
@@ -79,8 +82,10 @@ func indexBytes(maxBytes int64) int64 {
 		int64(unsafe.Sizeof(table{})))
 }
 
-// init makes x an empty index sized for a cache of maxBytes.
-func (x *index) init(maxBytes int64) {
+// init makes x an empty index sized for a cache of maxBytes, counting its
+// values' records in vals.
+func (x *index) init(maxBytes int64, vals *arena) {
+	x.vals = vals
 	n := segmentSlots(maxBytes)
 	for i := range x.segs {
 		x.segs[i].slots = n
@@ -138,9 +143,11 @@ func (x *index) publish(e *entry) (prev *entry) {
 	defer sg.mu.Unlock()
 	t := sg.tab.Load()
 	s, found := t.find(e.hash, e.check)
+	x.vals.live.Add(x.vals.recBytes(int(e.n.Load())))
 	if found {
 		prev = s.Load()
 		s.Store(e)
+		x.vals.live.Add(-x.vals.recBytes(int(prev.n.Load())))
 		return prev
 	}
 	if s.Load() == nil {
@@ -171,7 +178,37 @@ func (x *index) remove(h uint64, check uint32, e *entry) *entry {
 	}
 	s.Store(tombstone)
 	sg.live--
+	x.vals.live.Add(-x.vals.recBytes(int(cur.n.Load())))
 	return cur
+}
+
+// holding returns the indexed entry of the key hashed to h whose value
+// starts at p, or nil. It takes no lock.
+func (x *index) holding(h uint64, p *byte) *entry {
+	t := x.segment(h).tab.Load()
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		e := t.slots[i].Load()
+		if e == nil {
+			return nil
+		}
+		if e.hash == h && e != tombstone && e.data.Load() == p {
+			return e
+		}
+	}
+}
+
+// rewrite stores val, expiring at exp, in e if the index still holds e,
+// and reports whether it did. The caller holds the key's stripe lock.
+func (x *index) rewrite(e *entry, val []byte, exp int64) bool {
+	sg := x.segment(e.hash)
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	if s, found := sg.tab.Load().find(e.hash, e.check); !found || s.Load() != e {
+		return false
+	}
+	x.vals.live.Add(x.vals.recBytes(len(val)) - x.vals.recBytes(int(e.n.Load())))
+	e.store(val, exp)
+	return true
 }
 
 // rebuild replaces t, the segment's table, with a fresh one holding its

@@ -43,8 +43,8 @@ func TestRewriteRefusedWhenTheChargeWouldNotFit(t *testing.T) {
 		name   string
 		second int
 	}{
-		{"larger size class", 113},    // 128 bytes against the entry's 112
-		{"under half the charge", 48}, // 48 bytes, under half of 112
+		{"larger charge", 113},        // 128 bytes against the entry's 112
+		{"under half the charge", 38}, // 48 bytes, under half of 112
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache(t, Config{MaxBytes: 1 << 20})

@@ -46,27 +46,6 @@ func allocSize(n int) int64 {
 	return sizeClasses[i]
 }
 
-// itemClass is the size class of ristretto's Item (72 bytes), which its
-// Set allocates for every write and its policy for every victim, garbage
-// as soon as its buffer goroutine has handled it.
-const itemClass = 80
-
-// ValueCap is the capacity to allocate for a value of n bytes that a Set
-// will hand to the Cache: n, except that a value whose size class is
-// ristretto's Item's (65 to 80 bytes) is given the next class. Values
-// the L1 keeps and Items that are garbage at once would otherwise share
-// spans, one of each per Set, and a collection after eviction leaves
-// nearly every such span in use for the survivors: measured at a 16 MiB
-// cap filled with 1,000,000 encrypted 32-byte values (sealed in 78
-// bytes), 1.7 MiB more HeapInuse than with the 96-byte class, whose
-// extra 16 bytes an entry is charged.
-func ValueCap(n int) int {
-	if allocSize(n) == itemClass {
-		return itemClass + 1
-	}
-	return n
-}
-
 // FixedBytes is the memory a Cache of maxBytes takes besides its entries,
 // in bytes, as New allocates it: ristretto's admission sketch and doorkeeper
 // (sized from the default NumCounters), its write buffer, and the read

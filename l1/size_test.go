@@ -3,9 +3,6 @@ package l1
 import (
 	"slices"
 	"testing"
-	"unsafe"
-
-	"github.com/dgraph-io/ristretto/v2"
 )
 
 // allocSize agrees with Go's allocator: a slice grown from nil to n bytes
@@ -30,24 +27,5 @@ func TestAllocSizeMatchesRuntime(t *testing.T) {
 	}
 	if allocSize(0) != 0 || allocSize(-1) != 0 {
 		t.Fatal("allocSize of nothing is not 0")
-	}
-}
-
-// itemClass is the size class of the Item ristretto allocates per Set, and
-// ValueCap moves only values of that class to the next one.
-func TestValueCapAvoidsItemClass(t *testing.T) {
-	if got := allocSize(int(unsafe.Sizeof(ristretto.Item[*entry]{}))); got != itemClass {
-		t.Fatalf("ristretto's Item is in the %d-byte class, itemClass says %d", got, itemClass)
-	}
-	for n := 0; n <= 4096; n++ {
-		c := ValueCap(n)
-		switch {
-		case c < n:
-			t.Fatalf("ValueCap(%d) = %d, below the value", n, c)
-		case allocSize(c) == itemClass:
-			t.Fatalf("ValueCap(%d) = %d, still in ristretto's Item class", n, c)
-		case allocSize(n) != itemClass && c != n:
-			t.Fatalf("ValueCap(%d) = %d, moved a value outside the Item class", n, c)
-		}
 	}
 }

@@ -15,7 +15,7 @@ func testEntry(low uint64, check uint32) *entry {
 // tombstones and growth trigger rebuilds, and the live count is exact.
 func TestIndexTombstonesAndGrowth(t *testing.T) {
 	var x index
-	x.init(1) // the smallest tables
+	x.init(1, new(arena)) // the smallest tables
 	sg := x.segment(0)
 	start := len(sg.tab.Load().slots)
 	// Colliding hashes (same slot) chain; removing the first keeps the
@@ -73,7 +73,7 @@ func TestIndexTombstonesAndGrowth(t *testing.T) {
 // while writers insert and remove others and rebuild the table under them.
 func TestIndexReadersDuringRebuilds(t *testing.T) {
 	var x index
-	x.init(1)
+	x.init(1, new(arena))
 	stable := make([]*entry, 64)
 	for i := range stable {
 		stable[i] = testEntry(uint64(i)*0x9E3779B97F4A7C15>>8, uint32(i))

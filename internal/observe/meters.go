@@ -107,7 +107,7 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 		return nil, err
 	}
 	l1Size, err := m.Int64ObservableGauge("cachekit.l1.size", metric.WithUnit("By"),
-		metric.WithDescription("Bytes L1 charges for its entries: sealed bytes at allocation size plus per-entry overhead"))
+		metric.WithDescription("Bytes L1 charges for its entries: sealed bytes plus per-entry overhead"))
 	if err != nil {
 		return nil, err
 	}
