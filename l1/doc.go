@@ -24,7 +24,7 @@
 // The arena is what keeps the heap near the charge when the cache evicts:
 // separate value objects evicted at random leave the survivors of a GC
 // cycle spread over spans Go cannot compact, while the arena copies the
-// live records out of its oldest chunks once its chunks exceed 4/3 of
+// live records out of its oldest chunks once its chunks exceed 5/4 of
 // the live records plus two chunks, and the collector frees the emptied
 // chunks (see arena.go).
 //
@@ -103,9 +103,9 @@
 // share an entry, with probability about n²/2⁹⁷ for n keys held (under
 // 10⁻¹⁷ for a million); the seeds are random per cache, so such keys cannot
 // be chosen. Heap in use exceeds MaxBytes + FixedBytes by the arena's
-// dead records (up to a third of the live ones, plus a few chunks) and by
+// dead records (up to a quarter of the live ones, plus a few chunks) and by
 // the entries (48 bytes each) and large values of one GC cycle's victims
 // that share spans with survivors: after a million evictions of small
-// values, 1.45 to 1.5 × MaxBytes + FixedBytes on Go 1.26 for the cachekit
-// client's entries, the live bytes 1.2 to 1.3 ×.
+// values, 1.25 to 1.41 × MaxBytes + FixedBytes on Go 1.26 for the
+// cachekit client's entries at 16 and 64 MiB, the live bytes 1.1 to 1.25 ×.
 package l1

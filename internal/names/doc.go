@@ -33,8 +33,10 @@
 //     steady state of a hot key) is one maphash of the key, one atomic load
 //     and one string comparison.
 //   - The memo is bounded (a fixed number of slots, each holding at most one
-//     key and its name) and lossy: a slot holds the key that last missed
-//     there, so a colliding key costs an HMAC, never a wrong name.
+//     key and its name, in one pointer-free allocation) and lossy: a key
+//     enters its slot at its second miss in a row there (a key named once
+//     allocates nothing in the memo), and a colliding key costs an HMAC,
+//     never a wrong name.
 //   - Fingerprint is a keyed function of the name key alone: it identifies
 //     the key in Redis (the client's marker) without revealing it.
 //

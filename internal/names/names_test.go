@@ -2,6 +2,7 @@ package names
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -108,9 +109,39 @@ func TestMemoCollisions(t *testing.T) {
 	}
 }
 
+// A key named once (a stream of new keys) does not enter the memo; a key
+// named twice does.
+func TestMemoAdmitsAtSecondMiss(t *testing.T) {
+	n := mustNew(t, testKey(2), "default", "")
+	held := func() int {
+		k := 0
+		for i := range n.memo.slots {
+			if n.memo.slots[i].Load() != nil {
+				k++
+			}
+		}
+		return k
+	}
+	for i := range 10_000 {
+		n.Local("once:" + strconv.Itoa(i))
+	}
+	if k := held(); k != 0 {
+		t.Fatalf("%d keys named once are memoized", k)
+	}
+	n.Local("twice")
+	n.Local("twice")
+	if k := held(); k != 1 {
+		t.Fatalf("%d slots hold a key after one key was named twice", k)
+	}
+	if got, ok := n.memo.get("twice"); !ok || got != n.compute("twice") {
+		t.Fatalf("memo holds %q, %v", got, ok)
+	}
+}
+
 func TestLocalHitAllocs(t *testing.T) {
 	n := mustNew(t, testKey(1), "default", "app:")
 	n.Local("session:abc")
+	n.Local("session:abc") // memoized at its second miss
 	if a := testing.AllocsPerRun(100, func() { n.Local("session:abc") }); a != 0 {
 		t.Errorf("a memo hit allocates %.1f times", a)
 	}
@@ -129,6 +160,7 @@ func TestFingerprint(t *testing.T) {
 func BenchmarkLocal(b *testing.B) {
 	n := mustNew(b, testKey(1), "default", "app:")
 	b.Run("memo-hit", func(b *testing.B) {
+		n.Local("user:alice@example.com")
 		n.Local("user:alice@example.com")
 		b.ReportAllocs()
 		for b.Loop() {
