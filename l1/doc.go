@@ -103,7 +103,8 @@
 // share an entry, with probability about n²/2⁹⁷ for n keys held (under
 // 10⁻¹⁷ for a million); the seeds are random per cache, so such keys cannot
 // be chosen. Heap in use exceeds MaxBytes + FixedBytes by the arena's
-// dead records (up to a quarter of the live ones, plus a few chunks) and by
+// dead records (a quarter of the live ones plus two chunks; up to about
+// half while writers outpace the cleaning, see arena.go) and by
 // the entries (48 bytes each) and large values of one GC cycle's victims
 // that share spans with survivors: after a million evictions of small
 // values, 1.25 to 1.41 × MaxBytes + FixedBytes on Go 1.26 for the
