@@ -13,11 +13,11 @@ const cacheStructBytes = int64(unsafe.Sizeof(Cache{}))
 // bytes: the entry (48 bytes, one allocation) and its slots in ristretto's
 // store map (56-byte slots) and in its policy's cost map (16-byte slots),
 // at the average fill of Go's maps. Measured on Go 1.26 (amd64) by
-// TestAllocEntryOverheadMeasured: 156 to 209 bytes as those maps double,
-// 185 on average. The read index is sized
-// from MaxBytes and counted in FixedBytes, and no copy of the key is kept.
-// Every entry is charged EntryOverhead plus its value's allocation size
-// (its capacity rounded up to Go's size class) against Config.MaxBytes.
+// TestAllocEntryOverheadMeasured: 156 to 221 bytes as those maps double,
+// 185 on average. The read index is sized from MaxBytes and counted in
+// FixedBytes, and no copy of the key is kept. Every entry is charged
+// EntryOverhead plus its value's bytes (see Config.MaxBytes) against
+// Config.MaxBytes.
 const EntryOverhead = 185
 
 // Go's malloc size classes up to 32 KiB (internal/runtime/gc), pinned by
@@ -51,9 +51,10 @@ func allocSize(n int) int64 {
 // (sized from the default NumCounters), its write buffer, and the read
 // index's tables (sized for maxBytes / EntryOverhead entries at three
 // quarters load; above caps of about 4.5 GB the tables start at 512 MiB and grow,
-// uncharged, with the entries). A full Cache's live bytes are about
-// MaxBytes + FixedBytes(MaxBytes); see the package's Limits for the heap in
-// use. With Config.NumCounters set, see Cache.FixedBytes.
+// uncharged, with the entries). A full Cache's live bytes are MaxBytes +
+// FixedBytes(MaxBytes) plus the value arena's dead records; see the
+// package's Limits for the heap in use. With Config.NumCounters set, see
+// Cache.FixedBytes.
 func FixedBytes(maxBytes int64) int64 {
 	if maxBytes <= 0 {
 		return 0
