@@ -213,19 +213,13 @@ func (c *Cache) cleanChunk(ch []byte) {
 // cleaned, to the arena's head, if the key's entry still holds it. It
 // takes the key's locks, so no write of the key interleaves.
 func (c *Cache) relocate(h uint64, val []byte) {
-	sh := c.shardOf(h)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	if c.closed {
-		return
-	}
-	st := c.stripeOf(h)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	e := c.idx.holding(h, unsafe.SliceData(val))
-	if e == nil {
-		return
-	}
-	_, exp := e.load()
-	e.store(c.arena.put(h, val), exp)
+	c.keyLocked(h, func(*stripe) bool {
+		e := c.idx.holding(h, unsafe.SliceData(val))
+		if e == nil {
+			return false
+		}
+		_, exp := e.load()
+		e.store(c.arena.put(h, val), exp)
+		return true
+	})
 }

@@ -17,6 +17,16 @@ func arenaLimit(c *Cache, maxLen int) int64 {
 	return live + live/4 + 6*int64(c.arena.size) + maxQueued*(recHeader+int64(maxLen))
 }
 
+// running reports whether stop is still open.
+func running(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return false
+	default:
+		return true
+	}
+}
+
 // keyed is a value of n bytes (n ≥ 8) that names the key it was written
 // under: a read that returns another key's bytes is caught.
 func keyed(i, n int) []byte {
@@ -107,12 +117,7 @@ func TestArenaCleaningConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := 0; ; j++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for j := 0; running(stop); j++ {
 				i := (j*7919 + w*13) % keys
 				k := "c" + strconv.Itoa(i)
 				switch {
@@ -133,12 +138,7 @@ func TestArenaCleaningConcurrent(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for j := 0; ; j++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for j := 0; running(stop); j++ {
 			i := j % keys
 			if b, ok := c.Get("c" + strconv.Itoa(i)); ok {
 				if got := keyOf(t, b); got != i {

@@ -221,17 +221,11 @@ func (c *Cache) Wait() {
 // read the key before the Delete cannot bring it back.
 func (c *Cache) Delete(key string) {
 	h := c.keyHash(key)
-	sh := c.shardOf(h)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	if c.closed {
-		return
-	}
-	st := c.stripeOf(h)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.ver.Add(1)
-	c.drop(h, c.keyCheck(key))
+	c.keyLocked(h, func(st *stripe) bool {
+		st.ver.Add(1)
+		c.drop(h, c.keyCheck(key))
+		return true
+	})
 }
 
 // drop takes key (h, check) out of the index and out of ristretto. The

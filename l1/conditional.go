@@ -66,6 +66,16 @@ func (c *Cache) locked(key string, fn func(h uint64, st *stripe) bool) bool {
 // locks are released.
 func (c *Cache) lockedRun(key string, fn func(h uint64, st *stripe) bool) bool {
 	h := c.keyHash(key)
+	if c.keyLocked(h, func(st *stripe) bool { return fn(h, st) }) {
+		c.ctr.sets.Add(1)
+		return true
+	}
+	return false
+}
+
+// keyLocked runs fn holding the shard read lock and the stripe lock of the
+// key hashed to h, and returns what fn returns; false on a closed cache.
+func (c *Cache) keyLocked(h uint64, fn func(st *stripe) bool) bool {
 	sh := c.shardOf(h)
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
@@ -75,11 +85,7 @@ func (c *Cache) lockedRun(key string, fn func(h uint64, st *stripe) bool) bool {
 	st := c.stripeOf(h)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if fn(h, st) {
-		c.ctr.sets.Add(1)
-		return true
-	}
-	return false
+	return fn(st)
 }
 
 // current returns key's unexpired value (key hashes to h) without counting
