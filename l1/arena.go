@@ -200,13 +200,13 @@ func (c *Cache) cleanChunk(ch []byte) {
 			live += recHeader + len(val)
 		}
 	})
-	if 8*live > 7*len(ch) {
+	if 8*live > 7*cap(ch) {
 		c.arena.requeue(ch)
 		return
 	}
-	if live > 0 {
-		records(ch, c.relocate)
-	}
+	// Every record again, under its key's locks: the count above took
+	// none, and an entry a write re-publishes may have been missed.
+	records(ch, c.relocate)
 }
 
 // relocate copies val, a record of the key hashed to h in a chunk being

@@ -99,7 +99,9 @@ func New(cfg Config) (*Cache, error) {
 
 // Get returns the bytes stored under key and true, or nil and false when the
 // key is absent, expired, or the cache is closed. The returned slice is
-// shared with the cache: the caller must not modify it. A hit takes no lock
+// shared with the cache: the caller must not modify it, and while it keeps
+// a small value, the value arena's chunk holding it (up to 64 KiB) stays
+// allocated. A hit takes no lock
 // (except the few reported to ristretto, see touch.go) and does not
 // allocate; ristretto allocates a 512-byte batch per 64 reports.
 func (c *Cache) Get(key string) ([]byte, bool) {
