@@ -159,7 +159,13 @@ func TestFallbackPeerWritesReachL1(t *testing.T) {
 	var worst time.Duration
 	for i := range 20 {
 		key := fmt.Sprint("k", i)
+		// The announcement of "old" is waited for: arriving after a's
+		// reads, it would drop the entry they cached (CI saw it once).
+		heard := a.InvalidationStats().Received
 		mustSet(t, b, key, "old")
+		if !within(5*time.Second, func() bool { return a.InvalidationStats().Received > heard }) {
+			t.Fatalf("try %d: the announcement of the first write never arrived", i)
+		}
 		cached(t, a, key, "old")
 		var start time.Time
 		want := "new"
