@@ -78,13 +78,13 @@ type Options struct {
 	// L1 is bypassed until then.
 	RedisURL string
 
-	// L1MaxBytes is the capacity of the in-process L1 in bytes of memory:
-	// each entry is charged its sealed bytes (plus a 10-byte header; large
-	// ones, over 8 KiB from 16 MiB, at Go's allocation size; see l1) and
-	// l1.EntryOverhead (185 bytes on Go 1.26; no copy of the key is kept);
-	// l1.FixedBytes(L1MaxBytes) comes on top (ristretto's sketch and the
-	// L1's read index, 12.3 MiB at 64 MiB). 0 disables L1. Default: 0;
-	// every preset sets 64 MiB.
+	// L1MaxBytes bounds what the in-process L1 charges its entries, each
+	// for its sealed bytes (plus a 10-byte header; over 8 KiB from 16 MiB, Go's
+	// allocation size) and l1.EntryOverhead (185 B on Go 1.26; no key kept).
+	// l1.FixedBytes(L1MaxBytes) comes on top (12.3 MiB at 64 MiB); the heap
+	// a full L1 held measured within 1.5 × L1MaxBytes plus FixedBytes at 16
+	// and 64 MiB (bench/README.md has the figures). 0 disables L1.
+	// Default: 0; every preset sets 64 MiB.
 	L1MaxBytes int64
 
 	// L1TTLJitter shortens each L1 entry's lifetime by a random fraction up

@@ -10,11 +10,11 @@ import (
 
 // arenaLimit is what the chunks may hold after a run of Sets of values of
 // up to maxLen bytes and c.Wait: cleaning keeps them at most a few chunks
-// over 5/4 of the live records while Sets run, and the new entries still
+// over 9/8 of the live records while Sets run, and the new entries still
 // queued when the last Set returned evict as many more after it.
 func arenaLimit(c *Cache, maxLen int) int64 {
 	live := c.arena.live.Load()
-	return live + live/4 + 6*int64(c.arena.size) + maxQueued*(recHeader+int64(maxLen))
+	return live + live/8 + 6*int64(c.arena.size) + maxQueued*(recHeader+int64(maxLen))
 }
 
 // running reports whether stop is still open.
@@ -49,7 +49,7 @@ func keyOf(tb testing.TB, b []byte) int {
 }
 
 // Under eviction on every Set, cleaning keeps the arena's chunks within
-// 5/4 of the live records plus a few chunks, and every value it moved
+// 9/8 of the live records plus a few chunks, and every value it moved
 // reads back as written.
 func TestArenaCleaningBoundsChunks(t *testing.T) {
 	c := newCache(t, Config{MaxBytes: 4 << 20})

@@ -24,7 +24,7 @@
 // The arena is what keeps the heap near the charge when the cache evicts:
 // separate value objects evicted at random leave the survivors of a GC
 // cycle spread over spans Go cannot compact, while the arena copies the
-// live records out of its oldest chunks once its chunks exceed 5/4 of
+// live records out of its oldest chunks once its chunks exceed 9/8 of
 // the live records plus two chunks, and the collector frees the emptied
 // chunks (see arena.go).
 //

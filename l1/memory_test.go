@@ -3,6 +3,7 @@
 package l1
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 	"testing"
@@ -80,5 +81,34 @@ func TestAllocFixedBytesMeasured(t *testing.T) {
 		}
 		c.Close()
 		runtime.KeepAlive(c)
+	}
+}
+
+// TestMemorySweep measures, for caps of 8, 16 and 64 MiB and one value
+// size at a time, the heap a full cache holds after 25 times the keys it
+// can hold (at most 3 million) were Set, as a ratio of the cap once FixedBytes is taken off
+// (bench/README.md quotes it). A measurement, not a gate: a few
+// minutes, so it runs only with CACHEKIT_MEMSWEEP set.
+func TestMemorySweep(t *testing.T) {
+	if os.Getenv("CACHEKIT_MEMSWEEP") == "" {
+		t.Skip("a measurement: set CACHEKIT_MEMSWEEP=1 to run it")
+	}
+	for _, capBytes := range []int64{8 << 20, 16 << 20, 64 << 20} {
+		for _, vlen := range []int{40, 70, 130, 200, 250, 600, 2000} {
+			base, baseInuse := liveHeap()
+			c := newCache(t, Config{MaxBytes: capBytes})
+			val := make([]byte, vlen)
+			n := int(min(25*capBytes/(EntryOverhead+c.valueCharge(val)), 3_000_000))
+			for i := range n {
+				c.Set("sweep:"+strconv.Itoa(i), val, time.Hour)
+			}
+			c.Wait()
+			alloc, inuse := liveHeap()
+			fixed := c.FixedBytes()
+			t.Logf("cap %d MiB, value %4d B: %6d entries; HeapInuse %.3f × cap + FixedBytes (HeapAlloc %.3f ×); arena %.2f × its live records",
+				capBytes>>20, vlen, c.Stats().Entries, float64(inuse-baseInuse-fixed)/float64(capBytes),
+				float64(alloc-base-fixed)/float64(capBytes), float64(c.arena.total.Load())/float64(max(c.arena.live.Load(), 1)))
+			c.Close()
+		}
 	}
 }
