@@ -28,8 +28,11 @@ import (
 // live records (those an indexed entry still points at) are copied to the
 // head under their key's write lock, and the chunk is left to the
 // collector, which frees it once no reader holds a value in it. A chunk
-// whose records are more than 7/8 live goes back to the head of the log
-// uncopied, so a write copies at most 7 chunks' worth of records. One
+// whose records are more than 8/9 live goes back to the head of the log
+// uncopied, so a write copies at most 64/9 (about 7.1) chunks' worth of
+// records; over the mark, the chunks are on average less than 8/9 live,
+// so some chunk is always worth cleaning (a lower cut-off could leave
+// every chunk just above it, and each cleaning would free nothing). One
 // write cleans at a time; the others go on, unless the chunks are 5/4
 // over that mark, when they wait their turn to clean (measured with 80-byte
 // records in 64 KiB chunks: a single writer of new keys keeps the chunks
@@ -193,15 +196,15 @@ func (c *Cache) clean() {
 }
 
 // cleanChunk copies the live records of ch, taken off the log, to its head,
-// or puts ch back when more than 7/8 of it is live.
+// or puts ch back when more than 8/9 of it is live.
 func (c *Cache) cleanChunk(ch []byte) {
 	live := 0
 	records(ch, func(h uint64, val []byte) {
-		if c.idx.holding(h, unsafe.SliceData(val)) != nil {
+		if c.idx.holding(h, unsafe.SliceData(val), len(val)) != nil {
 			live += recHeader + len(val)
 		}
 	})
-	if 8*live > 7*cap(ch) {
+	if 9*live > 8*cap(ch) {
 		c.arena.requeue(ch)
 		return
 	}
@@ -215,7 +218,7 @@ func (c *Cache) cleanChunk(ch []byte) {
 // takes the key's locks, so no write of the key interleaves.
 func (c *Cache) relocate(h uint64, val []byte) {
 	c.keyLocked(h, func(*stripe) bool {
-		e := c.idx.holding(h, unsafe.SliceData(val))
+		e := c.idx.holding(h, unsafe.SliceData(val), len(val))
 		if e == nil {
 			return false
 		}

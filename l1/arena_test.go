@@ -105,6 +105,65 @@ func TestArenaLiveCount(t *testing.T) {
 	}
 }
 
+// Chunks each a little under 8/9 live (57 of 65 records, 0.877 of the
+// chunk) hold more than 9/8 of the live records: cleaning must bring them
+// back under the mark, not put every chunk back as too live to copy.
+func TestArenaCleaningUniformlyLiveChunks(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 64 << 20})
+	const perChunk, chunks = 65, 800
+	val := func(i int) []byte { return keyed(i, c.arena.size/perChunk-recHeader) }
+	for i := range perChunk * chunks {
+		c.Set("u"+strconv.Itoa(i), val(i), time.Hour)
+	}
+	c.Wait()
+	if st := c.Stats(); st.Entries != perChunk*chunks {
+		t.Fatalf("%d entries held of %d", st.Entries, perChunk*chunks)
+	}
+	for i := range perChunk * chunks {
+		if i%perChunk < 8 {
+			c.Delete("u" + strconv.Itoa(i))
+		}
+	}
+	for i := range 2000 { // writes, which clean once a chunk fills
+		c.Set("w"+strconv.Itoa(i), val(i), time.Hour)
+	}
+	c.Wait()
+	total, live := c.arena.total.Load(), c.arena.live.Load()
+	t.Logf("%d B of live records in %d B of chunks (%.3f×)", live, total, float64(total)/float64(live))
+	if limit := live + live/8 + 3*int64(c.arena.size); total > limit {
+		t.Fatalf("chunks hold %d B for %d B of live records, over %d", total, live, limit)
+	}
+}
+
+// A Set of an empty slice of the value a Get returned (it starts where
+// that value's record does) stores an empty value: cleaning the record's
+// chunk must neither bring the old bytes back nor count them as live.
+func TestArenaEmptySliceOfAValue(t *testing.T) {
+	c := newCache(t, Config{MaxBytes: 4 << 20})
+	c.Set("k", keyed(1, 100), time.Hour)
+	c.Wait()
+	v, ok := c.Get("k")
+	if !ok || len(v) != 100 {
+		t.Fatalf("Get = %d bytes, %v", len(v), ok)
+	}
+	c.Set("k", v[:0], time.Hour)
+	n := 0
+	for ; len(c.arena.full) == 0; n++ { // fill the record's chunk
+		c.Set("fill"+strconv.Itoa(n), keyed(n, 100), time.Hour)
+	}
+	c.Wait()
+	for i := range n {
+		c.Delete("fill" + strconv.Itoa(i))
+	}
+	c.cleanChunk(c.arena.oldest())
+	if v, ok := c.Get("k"); !ok || len(v) != 0 {
+		t.Fatalf("after cleaning, Get = %d bytes, %v; want the empty value", len(v), ok)
+	}
+	if got := c.arena.live.Load(); got != 0 {
+		t.Fatalf("live = %d with no value in the arena", got)
+	}
+}
+
 // Cleaning moves values while Gets read them, Sets rewrite and replace
 // them, Deletes remove them and Clear empties the cache: a Get returns a
 // value of its own key, whole, and a deleted key does not come back.

@@ -328,6 +328,9 @@ func (c *Cache) write(key string, val []byte, ttl time.Duration, v Version, cond
 // stored yet, since ristretto would refuse the second of two queued new
 // entries of one key.
 func (c *Cache) put(h uint64, check uint32, val []byte, ttl time.Duration) bool {
+	if len(val) == 0 {
+		val = nil // an empty slice of a caller's array (a Get's value) keeps nothing alive
+	}
 	vc := c.valueCharge(val)
 	cost := EntryOverhead + vc
 	if ttl <= 0 || cost > c.cfg.maxBytes || len(val) > maxValueLen {

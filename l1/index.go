@@ -183,15 +183,16 @@ func (x *index) remove(h uint64, check uint32, e *entry) *entry {
 }
 
 // holding returns the indexed entry of the key hashed to h whose value
-// starts at p, or nil. It takes no lock.
-func (x *index) holding(h uint64, p *byte) *entry {
+// starts at p and is n bytes long (an empty slice of a record, stored by a
+// Set, starts there too), or nil. It takes no lock.
+func (x *index) holding(h uint64, p *byte, n int) *entry {
 	t := x.segment(h).tab.Load()
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		e := t.slots[i].Load()
 		if e == nil {
 			return nil
 		}
-		if e.hash == h && e != tombstone && e.data.Load() == p {
+		if e.hash == h && e != tombstone && e.data.Load() == p && int(e.n.Load()) == n {
 			return e
 		}
 	}
