@@ -193,7 +193,9 @@ func errKind(err error) string {
 
 // checkBounds fails the test when any call took longer than its bound: one
 // Redis operation's budget for Get, Set, Delete and MGet; GetOrLoad may
-// chain a read, a re-read and a store when its first read was a true miss.
+// chain four when its first read was a true miss: the read, the lease
+// (l2.Acquire), the store (l2.Fill) and, when the store failed, the
+// lease's release (a local run saw 1.76 s against three operations' 1.5 s).
 func (l *faultLoad) checkBounds(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
@@ -202,7 +204,7 @@ func (l *faultLoad) checkBounds(t *testing.T) {
 	for op, d := range l.maxOp {
 		bound := callBound
 		if op == "getorload" {
-			bound = 3 * callBound
+			bound = 4 * callBound
 		}
 		if d > bound {
 			t.Errorf("slowest %s took %v, want <= %v", op, d, bound)
