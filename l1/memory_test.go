@@ -86,9 +86,9 @@ func TestAllocFixedBytesMeasured(t *testing.T) {
 
 // TestMemorySweep measures, for caps of 8, 16 and 64 MiB and one value
 // size at a time, the heap a full cache holds after 25 times the keys it
-// can hold (at most 3 million) were Set, as a ratio of the cap once FixedBytes is taken off
-// (bench/README.md quotes it). A measurement, not a gate: a few
-// minutes, so it runs only with CACHEKIT_MEMSWEEP set.
+// can hold (at most 3 million) were Set, as a ratio of the cap once
+// FixedBytes is taken off (bench/README.md quotes it). A measurement, not
+// a gate: a few minutes, so it runs only with CACHEKIT_MEMSWEEP set.
 func TestMemorySweep(t *testing.T) {
 	if os.Getenv("CACHEKIT_MEMSWEEP") == "" {
 		t.Skip("a measurement: set CACHEKIT_MEMSWEEP=1 to run it")
