@@ -6,7 +6,7 @@ require (
 	github.com/cachekit-io/cachekit-go v0.0.0
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/go-redis/cache/v9 v9.0.0
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/go-redis/v9 v9.24.0
 	github.com/redis/rueidis v1.0.80
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 )

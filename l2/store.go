@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Store runs CacheKit's Redis commands on a go-redis client. It is safe for
@@ -87,6 +88,15 @@ func New(rdb redis.UniversalClient) *Store {
 // write_timeout, pool_timeout). A read or write ends at the earlier of its
 // ctx deadline and its timeout, so ioTimeout must leave room for the
 // largest value the caller sends.
+//
+// Maintenance notifications (go-redis's handling of Redis Enterprise's
+// MOVING and MIGRATING pushes, on by default in ModeAuto) are off: a
+// handoff is a connection swap under traffic, and go-redis v9.23 could give
+// one connection two owners there, each reading the other's replies (fixed
+// in v9.24, #4110). With encryption a swapped reply fails to open; without
+// it, it would be served as the value. No test here can drive a handoff
+// (Redis 7 sends no such push), so the feature stays off until one does.
+// An injected client keeps its own setting.
 func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -106,7 +116,8 @@ func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClien
 			}
 		}
 		bounds{&opts.MaxRetries, &opts.DialerRetries, &opts.ContextTimeoutEnabled,
-			&opts.DialTimeout, &opts.PoolTimeout, &opts.ReadTimeout, &opts.WriteTimeout}.set(timeout, ioTimeout)
+			&opts.DialTimeout, &opts.PoolTimeout, &opts.ReadTimeout, &opts.WriteTimeout,
+			&opts.MaintNotificationsConfig}.set(timeout, ioTimeout)
 		return redis.NewClusterClient(opts), nil
 	default:
 		return nil, &urlError{reason: "scheme must be redis, rediss, unix, redis+cluster or rediss+cluster"}
@@ -119,7 +130,8 @@ func Open(rawURL string, timeout, ioTimeout time.Duration) (redis.UniversalClien
 		return nil, &urlError{reason: "port must be a number from 1 to 65535"}
 	}
 	bounds{&opts.MaxRetries, &opts.DialerRetries, &opts.ContextTimeoutEnabled,
-		&opts.DialTimeout, &opts.PoolTimeout, &opts.ReadTimeout, &opts.WriteTimeout}.set(timeout, ioTimeout)
+		&opts.DialTimeout, &opts.PoolTimeout, &opts.ReadTimeout, &opts.WriteTimeout,
+		&opts.MaintNotificationsConfig}.set(timeout, ioTimeout)
 	return redis.NewClient(opts), nil
 }
 
@@ -129,13 +141,15 @@ type bounds struct {
 	maxRetries, dialerRetries *int
 	ctxTimeout                *bool
 	dial, pool, read, write   *time.Duration
+	maint                     **maintnotifications.Config
 }
 
-// set turns go-redis's retries off, dials once per attempt, honours ctx
-// deadlines, and makes timeout the dial and pool-wait timeouts and
+// set turns go-redis's retries and maintenance notifications off, dials
+// once per attempt, honours ctx deadlines, and makes timeout the dial and pool-wait timeouts and
 // ioTimeout the read and write timeouts where the URL set none.
 func (b bounds) set(timeout, ioTimeout time.Duration) {
 	*b.maxRetries, *b.dialerRetries, *b.ctxTimeout = -1, 1, true
+	*b.maint = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	for _, d := range []struct {
 		field *time.Duration
 		t     time.Duration
