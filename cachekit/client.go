@@ -181,6 +181,9 @@ func (c *Client) build(opts Options) error {
 		c.rel = guard.New(guard.Config(*opts.Reliability), c.guardHooks())
 	}
 	if c.l2 != nil {
+		if err := c.l2.Fence(c.unfenced); err != nil {
+			c.log.Info("cachekit: failed connections are not fenced", "error", err)
+		}
 		if !opts.DisableAutoPipeline {
 			// An opened client's timeouts are sized for the largest value;
 			// a stream batch carries values of at most 128 KiB each.
@@ -265,9 +268,12 @@ func (c *Client) closeParts() error {
 	if c.l1 != nil {
 		c.l1.Close()
 	}
-	if c.l2 != nil && c.ownsRedis {
-		if cerr := c.l2.Client().Close(); err == nil {
-			err = cerr
+	if c.l2 != nil {
+		_ = c.l2.Close() // stops fencing; the go-redis client stays open
+		if c.ownsRedis {
+			if cerr := c.l2.Client().Close(); err == nil {
+				err = cerr
+			}
 		}
 	}
 	return err
@@ -334,15 +340,26 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
+// unfenced warns that a failed Redis connection could not be fenced (l2
+// says so once per server and reason): a write abandoned on it may still
+// land after a later one, and a write whose outcome is unknown is no
+// longer retried.
+func (c *Client) unfenced(why error) {
+	c.log.LogAttrs(context.Background(), slog.LevelWarn,
+		"cachekit: a failed redis connection could not be fenced: a write abandoned on it may land after a later write of this client, and writes whose outcome is unknown are not retried (grant the user +client|kill and +client|list)",
+		observe.ErrorAttrs(why, errClasses.Class(why))...)
+}
+
 // guardHooks connects the reliability stack to what it needs from the
-// Client: its clock, a cluster slot-map refresh after transient failures, a
-// PING that bypasses the stack for the breaker's background prober,
+// Client: its clock, a cluster slot-map refresh after transient failures,
+// whether a write of unknown outcome may be retried (its connection
+// fenced), a PING that bypasses the stack for the breaker's background prober,
 // Close's context, the retry metric, a span event for each refused call,
 // and a log line and a metric for every breaker transition.
 func (c *Client) guardHooks() guard.Hooks {
 	h := guard.Hooks{Now: c.now, Transition: guard.LogTransitions(c.log, c.now, c.obs.BreakerTransition)}
 	if c.l2 != nil {
-		h.Transient, h.Ping, h.Background = c.l2.RefreshTopology, c.l2.Ping, c.bg
+		h.Transient, h.Ping, h.Background, h.Fenced = c.l2.RefreshTopology, c.l2.Ping, c.bg, c.l2.Fencing
 	}
 	if c.obs != nil {
 		h.Retry = c.obs.Retry

@@ -66,6 +66,17 @@ var (
 	// never matches context.DeadlineExceeded: that, and context.Canceled,
 	// are what a call returns when the caller's ctx ended it.
 	ErrTimeout = guard.ErrTimeout
+	// ErrOutcomeUnknown is matched by the *BackendError of a write (Set,
+	// Delete, MSet, SetIfAbsent, Touch, a load's store...) whose request
+	// may have reached Redis without a reply saying so: it timed out, its
+	// connection broke after sending, or the caller's ctx ended while it
+	// was queued. Redis may hold the new value or the old one. It never
+	// lands after a later write of this Client to the same server: the
+	// failed connection is killed by Redis (CLIENT KILL) before anything
+	// more is sent there (Stats.Fences), unless Redis refuses that
+	// (Stats.Unfenced, and a warning). A write refused before it was sent
+	// (ErrCircuitOpen, ErrOverloaded) does not match it.
+	ErrOutcomeUnknown = l2.ErrOutcomeUnknown
 )
 
 // BackendError reports a failed Redis operation: Op names it ("get", "set",

@@ -239,7 +239,8 @@ type Options struct {
 	// pipelines shared by every caller (l2.Store.AutoPipeline lists what
 	// goes on it). A caller's deadline ends its wait, not its command: a
 	// write abandoned at its deadline may still execute, never after a later
-	// write of this Client. Values over 128 KiB, and a caller alone on the
+	// write of this Client (its connection is fenced: see
+	// ErrOutcomeUnknown). Values over 128 KiB, and a caller alone on the
 	// Client, go directly. Hooks (redisotel) see a pipelined command on the
 	// pipeliner's context, not under the operation's span. Default: false.
 	DisableAutoPipeline bool

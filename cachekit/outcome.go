@@ -27,6 +27,9 @@ func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Co
 	err := c.rel.DoSized(ctx, op, n, fn)
 	if err != nil && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
 		c.stats.L2Errors.Add(1)
+		if errors.Is(err, ErrOutcomeUnknown) {
+			c.stats.UnknownWrites.Add(1)
+		}
 	}
 	return err
 }

@@ -46,6 +46,16 @@ type Stats struct {
 	// was written (Set, Delete, another writer, expiry) while they ran:
 	// the write stays, and the loaded value went only to its callers.
 	LeasesLost uint64
+
+	// UnknownWrites counts Redis writes whose outcome is unknown
+	// (ErrOutcomeUnknown: returned, or absorbed under FailOpen).
+	UnknownWrites uint64
+	// Fences counts Redis connections that failed while a request may
+	// have been on its way and that Redis killed, or found gone, before
+	// this Client sent anything more to that server; Unfenced those that
+	// could not be (no client ID read at the handshake, CLIENT KILL
+	// refused): a write abandoned on one may land after a later write.
+	Fences, Unfenced uint64
 }
 
 // Stats returns the Client's counters. It works after Close.
@@ -63,6 +73,11 @@ func (c *Client) Stats() Stats {
 		LoadErrors:     c.stats.LoadErrors.Load(),
 		LeaseWaits:     c.stats.LeaseWaits.Load(),
 		LeasesLost:     c.stats.LeasesLost.Load(),
+		UnknownWrites:  c.stats.UnknownWrites.Load(),
+	}
+	if c.l2 != nil {
+		fs := c.l2.FenceStats()
+		st.Fences, st.Unfenced = fs.Fenced, fs.Unfenced
 	}
 	if c.l1 != nil {
 		ls := c.l1.Stats()

@@ -18,9 +18,15 @@ return redis.call('PEXPIRE', KEYS[1], ARGV[1])`)
 
 // setCondScript is SET KEYS[1] ARGV[1] PX ARGV[2] with NX (ARGV[3] "nx":
 // also over a lease) or XX (ARGV[3] "xx": not over a lease); 1 when stored.
+// NX on a key that holds exactly ARGV[1] is stored too: a retry whose
+// first attempt stored it (the length is compared before the bytes).
 var setCondScript = redis.NewScript(luaLease + `
 local absent = redis.call('EXISTS', KEYS[1]) == 0 or leaseAt(KEYS[1])
-if (ARGV[3] == 'nx') ~= absent then return 0 end
+if (ARGV[3] == 'nx') ~= absent then
+  if ARGV[3] == 'nx' and redis.call('TYPE', KEYS[1]).ok == 'string' and
+    redis.call('STRLEN', KEYS[1]) == #ARGV[1] and redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+  return 0
+end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`)
 

@@ -54,6 +54,16 @@
 // the announcements (ModePubSub), else nothing but the copies' bounded
 // lifetime (ModeLifetime); see Coherence for its invariants.
 //
+// # Fences
+//
+// Fence watches the client's connections: each reports its Redis client ID
+// from its HELLO reply, and one that fails while a request may be on its
+// way is killed by Redis (CLIENT KILL ID, on a connection of its own)
+// before this Store sends anything more to that server, so a write
+// abandoned on it cannot land after a later one. The *BackendError of such
+// a write matches ErrOutcomeUnknown. Fencing reports whether fences work
+// (a server that refuses CLIENT KILL, or gives no ID, turns it off).
+//
 // # Errors
 //
 // A missing key is ErrNotFound (go-redis's redis.Nil). Every other failure of

@@ -60,6 +60,7 @@ type BackendError struct {
 
 	msg       string // redacted rendering of Err, when l2 built the error
 	wrongType bool   // Err is a WRONGTYPE reply: the error matches ErrWrongType
+	unknown   bool   // a write that may have reached Redis: matches ErrOutcomeUnknown
 }
 
 // Error implements error: "l2: <op>: <cause>".
@@ -74,8 +75,19 @@ func (e *BackendError) Error() string {
 // Unwrap returns the cause.
 func (e *BackendError) Unwrap() error { return e.Err }
 
-// Is makes a BackendError caused by a WRONGTYPE reply match ErrWrongType.
-func (e *BackendError) Is(target error) bool { return target == ErrWrongType && e.wrongType }
+// Is makes a BackendError caused by a WRONGTYPE reply match ErrWrongType,
+// and one of a write whose request may have reached Redis match
+// ErrOutcomeUnknown.
+func (e *BackendError) Is(target error) bool {
+	return target == ErrWrongType && e.wrongType || target == ErrOutcomeUnknown && e.unknown
+}
+
+// OutcomeUnknown returns a *BackendError of op with cause err that matches
+// ErrOutcomeUnknown: for a caller that renames the cause of such an error
+// (a deadline it tells apart) and must keep what it says about the write.
+func OutcomeUnknown(op string, err error) *BackendError {
+	return &BackendError{Op: op, Err: err, unknown: true}
+}
 
 // WrongTypeError is returned by MGet and MGetWithTTL, together with the
 // values they did read, when some keys hold another Redis type: MGET reads
@@ -125,7 +137,25 @@ func fail(op string, err error) error {
 	}
 	var re redis.Error
 	wrong := errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
-	return &BackendError{Op: op, Err: err, msg: describe(err), wrongType: wrong}
+	return &BackendError{Op: op, Err: err, msg: describe(err), wrongType: wrong,
+		unknown: writeOps[op] && re == nil && !unsent(err)}
+}
+
+// writeOps are the operations that change what Redis holds.
+var writeOps = map[string]bool{"set": true, "mset": true, "del": true, "expire": true,
+	"lease": true, "lock": true, "unlock": true, "marker": true, "swap": true}
+
+// unsent reports whether err says the request never left: a refused or
+// failed dial, an exhausted pool, a closed client, a write held by a fence
+// past its deadline, a Store without a client. Everything else that is not
+// a Redis reply (a timeout, a reset or closed connection, a cancelled
+// context) leaves a write's outcome unknown.
+func unsent(err error) bool {
+	var oe *net.OpError
+	return errors.Is(err, errFenceWait) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, errNoClient) ||
+		errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // describe renders a cause for a BackendError message from what it is,

@@ -104,8 +104,14 @@ return {0, redis.call('PTTL', KEYS[1]), v}`)
 
 // fillScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds the
 // lease ARGV[1], then publishes ARGV[5] on channel ARGV[4] (if not empty).
+// A key that holds ARGV[2] already is stored too: a retry whose first
+// attempt stored it.
 var fillScript = redis.NewScript(luaLease + `
-if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local v = redis.pcall('GET', KEYS[1])
+if v ~= ARGV[1] then
+  if v == ARGV[2] then return 1 end
+  return 0
+end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 publish()
 return 1`)
@@ -116,9 +122,12 @@ if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])`)
 
 // casScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds bytes
-// whose digest is ARGV[1], then publishes as fillScript does.
+// whose digest is ARGV[1], then publishes as fillScript does; a key that
+// holds ARGV[2] already is stored too (a retry whose first attempt stored
+// it).
 var casScript = redis.NewScript(luaLease + `
 local v = redis.pcall('GET', KEYS[1])
+if v == ARGV[2] then return 1 end
 if type(v) ~= 'string' or redis.sha1hex(v) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 publish()

@@ -34,6 +34,8 @@ type Store struct {
 	stream *stream
 	// seam is the test seam that sees each command send sends (SetSeam).
 	seam atomic.Pointer[Seam]
+	// fencer fences failed connections (Fence); nil: off.
+	fencer *fencer
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
@@ -193,10 +195,12 @@ func (s *Store) DriverSettings() (ctxTimeouts bool, retries int, known bool) {
 	return false, 0, false
 }
 
-// Close makes every later call return ErrClosed. It does not close the
-// go-redis client. It is idempotent and always returns nil.
+// Close makes every later call return ErrClosed and stops fencing (held
+// writes go, kills in progress end). It does not close the go-redis
+// client. It is idempotent and always returns nil.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.fencer.close()
 	return nil
 }
 

@@ -76,7 +76,8 @@ func bare(ctx context.Context, op string, n int, fn func(context.Context) error)
 // deadline, which mirrors the caller's, as an i/o timeout); when the
 // Client's own bound ended it, ErrTimeout. Other errors (a Redis reply, a
 // refused connection, a miss) are returned as they are; an
-// *l2.PartialError keeps which keys were read.
+// *l2.PartialError keeps which keys were read, and a write's error keeps
+// matching l2.ErrOutcomeUnknown.
 func Settle(ctx context.Context, op string, err error) error {
 	if err == nil || !IsTimeout(err) {
 		return err
@@ -94,6 +95,9 @@ func Settle(ctx context.Context, op string, err error) error {
 		cause = ctxErr
 	case CallerExpired(ctx):
 		cause = context.DeadlineExceeded
+	}
+	if errors.Is(err, l2.ErrOutcomeUnknown) {
+		return l2.OutcomeUnknown(op, cause)
 	}
 	return &l2.BackendError{Op: op, Err: cause}
 }

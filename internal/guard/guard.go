@@ -116,6 +116,10 @@ type Hooks struct {
 	// Transition hears every breaker state change, in order, under the
 	// breaker's lock: it must not call back into the Guard.
 	Transition func(from, to State, openedAt time.Time)
+	// Fenced reports whether a write whose outcome is unknown
+	// (l2.ErrOutcomeUnknown) may be retried: its failed connection is
+	// fenced before the retry leaves (l2.Store.Fencing). nil: never.
+	Fenced func() bool
 }
 
 // Guard runs Redis calls under the reliability stack. A nil *Guard runs
@@ -226,7 +230,7 @@ func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.C
 				g.startProber()
 			}
 		}
-		if !transient || attempt >= g.cfg.MaxAttempts || gaveUp() {
+		if !transient || attempt >= g.cfg.MaxAttempts || gaveUp() || !g.mayRetry(err) {
 			return Settle(ctx, op, err)
 		}
 		wait := delay/2 + rand.N(delay/2+1)
@@ -239,6 +243,13 @@ func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.C
 			g.hooks.Retry(ctx)
 		}
 	}
+}
+
+// mayRetry reports whether a transient failure may be tried again: not a
+// write whose outcome is unknown unless its connection is fenced first
+// (the retry could otherwise be overtaken by the first attempt's bytes).
+func (g *Guard) mayRetry(err error) bool {
+	return !errors.Is(err, l2.ErrOutcomeUnknown) || g.hooks.Fenced != nil && g.hooks.Fenced()
 }
 
 // refuse counts a call the open breaker refused and returns its error.

@@ -17,7 +17,7 @@ type Counters struct {
 	L2Hits, L2Misses, L2Errors, L2OpenFail atomic.Uint64
 	Loads, LoadErrors                      atomic.Uint64
 	LeaseWaits, LeasesLost                 atomic.Uint64
-	Degraded                               atomic.Uint64
+	Degraded, UnknownWrites                atomic.Uint64
 }
 
 // OpenFailures is the counter of entries of tier that failed to open.

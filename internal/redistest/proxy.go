@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -25,6 +26,11 @@ type Proxy struct {
 	mode   proxyMode
 	conns  map[*proxyConn]struct{}
 	closed bool
+
+	// delayNext, when positive, is the delay the next connection to carry
+	// a request takes on (DelayNext); slowDial holds each new connection
+	// that long before it reaches the target (SlowDial).
+	delayNext, slowDial atomic.Int64
 }
 
 // proxyMode is what a Proxy does with the bytes it carries.
@@ -47,6 +53,22 @@ type proxyConn struct {
 	client *net.TCPConn
 	server net.Conn // nil when the target could not be reached in BlackHole mode
 	once   sync.Once
+
+	// delay, when positive, holds each request chunk that long (Delay);
+	// held are the chunks on their way, forwarded in order by one
+	// goroutine, and drained is closed when it has forwarded the last
+	// chunk of a client that ended.
+	delay   atomic.Int64
+	mu      sync.Mutex
+	held    []heldChunk
+	ended   bool // the client side ended: close once held is empty
+	running bool // the forwarding goroutine runs
+}
+
+// heldChunk is a request chunk Delay holds until due.
+type heldChunk struct {
+	b   []byte
+	due time.Time
 }
 
 // StartProxy starts a proxy on a free 127.0.0.1 port that forwards every
@@ -71,6 +93,23 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // URL is a redis:// URL for database 0 through the proxy.
 func (p *Proxy) URL() string { return "redis://" + p.Addr() + "/0" }
+
+// Held returns the number of request chunks Delay holds now.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	conns := p.snapshot()
+	p.mu.Unlock()
+	n := 0
+	for _, pc := range conns {
+		pc.mu.Lock()
+		n += len(pc.held)
+		if pc.running {
+			n++ // the one being forwarded
+		}
+		pc.mu.Unlock()
+	}
+	return n
+}
 
 // Conns returns the number of client connections the proxy holds open.
 func (p *Proxy) Conns() int {
@@ -107,6 +146,83 @@ func (p *Proxy) Reset() {
 // TCP RST. Connections opened later behave the same until the mode
 // changes.
 func (p *Proxy) ResetMidReply() { p.setMode(modeResetMidReply) }
+
+// Delay makes the proxy hold every chunk of request bytes it reads on the
+// connections open now for d before it forwards it to the server, in
+// order, whatever the client does meanwhile: as a middlebox or a slow
+// retransmission would, the client's close or reset does not drop them,
+// and the server side of the connection closes only after they went
+// (unless the server closed it first: a connection Redis killed delivers
+// nothing more). Replies pass at once. Connections opened later are not
+// delayed; Delay(0) ends the delay of the open ones (held chunks still go
+// when due).
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	conns := p.snapshot()
+	p.mu.Unlock()
+	for _, pc := range conns {
+		pc.delay.Store(int64(d))
+	}
+}
+
+// DelayNext makes the next connection that carries a request chunk, and
+// only it, delay its requests by d from that chunk on, as Delay does.
+func (p *Proxy) DelayNext(d time.Duration) { p.delayNext.Store(int64(d)) }
+
+// SlowDial makes every connection accepted from now on wait d before the
+// proxy connects it to the target (its requests wait with it): a slow
+// path for new connections while the open ones stay fast. 0 ends it.
+func (p *Proxy) SlowDial(d time.Duration) { p.slowDial.Store(int64(d)) }
+
+// hold queues chunk b to go to the server at due.
+func (pc *proxyConn) hold(b []byte, due time.Time) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.held = append(pc.held, heldChunk{b: append([]byte(nil), b...), due: due})
+	if !pc.running {
+		pc.running = true
+		pc.p.wg.Add(1)
+		go pc.forward()
+	}
+}
+
+// forward writes the held chunks to the server when due, then, if the
+// client ended meanwhile, closes the connection.
+func (pc *proxyConn) forward() {
+	defer pc.p.wg.Done()
+	for {
+		pc.mu.Lock()
+		if len(pc.held) == 0 {
+			pc.running = false
+			ended := pc.ended
+			pc.mu.Unlock()
+			if ended {
+				pc.end(false)
+			}
+			return
+		}
+		c := pc.held[0]
+		pc.held = pc.held[1:]
+		pc.mu.Unlock()
+		time.Sleep(time.Until(c.due))
+		if _, err := pc.server.Write(c.b); err != nil {
+			pc.end(false)
+			return
+		}
+	}
+}
+
+// clientEnded ends pc at once, or after the held chunks when there are
+// some.
+func (pc *proxyConn) clientEnded() {
+	pc.mu.Lock()
+	pending := pc.running
+	pc.ended = true
+	pc.mu.Unlock()
+	if !pending {
+		pc.end(false)
+	}
+}
 
 func (p *Proxy) setMode(m proxyMode) {
 	p.mu.Lock()
@@ -163,6 +279,9 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(client *net.TCPConn) {
 	defer p.wg.Done()
 	var server net.Conn // stays nil when the dial fails
+	if d := time.Duration(p.slowDial.Load()); d > 0 {
+		time.Sleep(d)
+	}
 	if p.currentMode() != modeReset {
 		server, _ = net.DialTimeout("tcp", p.target, time.Second)
 	}
@@ -191,6 +310,11 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 	buf := make([]byte, proxyBufSize)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && !toClient && pc.delay.Load() == 0 {
+			if d := pc.p.delayNext.Swap(0); d > 0 {
+				pc.delay.Store(d)
+			}
+		}
 		if n > 0 {
 			switch mode := pc.p.currentMode(); {
 			case mode == modeBlackHole: // dropped
@@ -204,6 +328,8 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 			case dst == nil: // the target was never reached
 				pc.end(true)
 				return
+			case !toClient && (pc.delay.Load() > 0 || pc.holding()):
+				pc.hold(buf[:n], time.Now().Add(time.Duration(pc.delay.Load())))
 			default:
 				if _, err := dst.Write(buf[:n]); err != nil {
 					pc.end(false)
@@ -216,10 +342,22 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 				_ = pc.server.Close()
 				return
 			}
+			if !toClient {
+				pc.clientEnded()
+				return
+			}
 			pc.end(false)
 			return
 		}
 	}
+}
+
+// holding reports whether chunks are held: a later chunk queues behind
+// them even after the delay ended, so the order holds.
+func (pc *proxyConn) holding() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.running
 }
 
 // end closes both sides of pc, with a TCP RST to the client when rst is

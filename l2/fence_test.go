@@ -1,0 +1,349 @@
+package l2
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
+	"github.com/redis/go-redis/v9"
+)
+
+// fenceFixture is a Store whose client reaches a real server through a
+// proxy that can delay one connection's requests.
+type fenceFixture struct {
+	srv   *redistest.Server
+	proxy *redistest.Proxy
+	rdb   *redis.Client
+	store *Store
+}
+
+func newFenceFixture(t *testing.T, fence bool, opts *redis.Options) *fenceFixture {
+	t.Helper()
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr())
+	if opts == nil {
+		opts = &redis.Options{}
+	}
+	opts.Addr = p.Addr()
+	opts.MaxRetries, opts.DialerRetries, opts.ContextTimeoutEnabled = -1, 1, true
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb)
+	if fence {
+		if err := s.Fence(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	// A connection in each pool: single commands, and pipelines (go-redis
+	// v9.24 keeps a pool of their own), so that Delay reaches both.
+	if _, err := s.Delete(bg, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	return &fenceFixture{srv: srv, proxy: p, rdb: rdb, store: s}
+}
+
+// direct reads key on the server itself, past the proxy ("" when
+// missing).
+func (f *fenceFixture) direct(t *testing.T, key string) string {
+	t.Helper()
+	if n, err := redistest.Do(f.srv.Addr(), "EXISTS", key); err != nil || n == ":0" {
+		return ""
+	}
+	v, err := redistest.DoBulk(f.srv.Addr(), "GET", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// delayedWrite runs write with its connection's requests (that
+// connection's only) delayed past its 150 ms deadline, and checks that it
+// failed with an unknown outcome.
+func (f *fenceFixture) delayedWrite(t *testing.T, write func(ctx context.Context) error) {
+	t.Helper()
+	f.proxy.DelayNext(600 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
+	err := write(ctx)
+	cancel()
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("a write whose bytes are delayed past its deadline = %v, want ErrOutcomeUnknown", err)
+	}
+}
+
+// settle waits until the proxy has forwarded (or dropped with its killed
+// connection) every delayed chunk.
+func (f *fenceFixture) settle(t *testing.T) {
+	t.Helper()
+	testwait.For(t, 5*time.Second, func() bool { return f.proxy.Held() == 0 }, "the delayed requests to go")
+}
+
+// TestFenceOrdersWrites: a Set whose bytes are delayed past its deadline
+// (its connection then closed by go-redis) must not land after the next
+// Set of the same Store, which goes on another connection and returns
+// nil. The delaying proxy delivers held bytes after the client closed, as
+// a middlebox or a slow retransmission does; only a server-side kill of
+// the first connection stops them. Without Fence the old value wins:
+// that is the defect the fence closes.
+func TestFenceOrdersWrites(t *testing.T) {
+	for _, fenced := range []bool{true, false} {
+		name := "fenced"
+		if !fenced {
+			name = "unfenced"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFenceFixture(t, fenced, nil)
+			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			f.delayedWrite(t, func(ctx context.Context) error { return f.store.Set(ctx, "k", []byte("old"), time.Minute) })
+			if err := f.store.Set(bg, "k", []byte("new"), time.Minute); err != nil {
+				t.Fatalf("the next Set: %v", err)
+			}
+			f.settle(t)
+			got := f.direct(t, "k")
+			if fenced {
+				if got != "new" {
+					t.Fatalf("Redis holds %q after Set(old) timed out and Set(new) returned nil: the delayed write landed last", got)
+				}
+				if st := f.store.FenceStats(); st.Fenced < 1 || st.Unfenced != 0 {
+					t.Fatalf("FenceStats %+v, want a fence and nothing unfenced", st)
+				}
+				return
+			}
+			if got != "old" {
+				t.Skipf("unfenced, Redis holds %q: the proxy did not reorder this run", got)
+			}
+		})
+	}
+}
+
+// TestFenceCoversEveryWrite: Delete, MSet, SetCond and Expire go through
+// the same connections, so a delayed one of each never lands after the
+// next write.
+func TestFenceCoversEveryWrite(t *testing.T) {
+	cases := []struct {
+		name    string
+		delayed func(s *Store, ctx context.Context) error
+		next    func(s *Store) error
+		want    string
+	}{
+		{"Delete then Set", func(s *Store, ctx context.Context) error { _, err := s.Delete(ctx, "k"); return err },
+			func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+		{"MSet then Set", func(s *Store, ctx context.Context) error {
+			return s.MSet(ctx, []Item{{Key: "k", Value: []byte("old"), TTL: time.Minute}})
+		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+		{"SetCond XX then Set", func(s *Store, ctx context.Context) error {
+			_, err := s.SetCond(ctx, "k", []byte("old"), time.Minute, true)
+			return err
+		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+		{"Expire then Set", func(s *Store, ctx context.Context) error {
+			_, err := s.Expire(ctx, "k", time.Millisecond)
+			return err
+		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+		{"Set then Delete", func(s *Store, ctx context.Context) error { return s.Set(ctx, "k", []byte("old"), time.Minute) },
+			func(s *Store) error { _, err := s.Delete(bg, "k"); return err }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFenceFixture(t, true, nil)
+			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			// Once undelayed, so that a script is in Redis's cache: the
+			// delayed EVALSHA must not be a NOSCRIPT no-op.
+			if err := tc.delayed(f.store, bg); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			f.delayedWrite(t, func(ctx context.Context) error { return tc.delayed(f.store, ctx) })
+			if err := tc.next(f.store); err != nil {
+				t.Fatalf("the next write: %v", err)
+			}
+			f.settle(t)
+			if got := f.direct(t, "k"); got != tc.want {
+				t.Fatalf("Redis holds %q, want %q: the delayed write landed after the next one", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFenceHoldsWritesUntilKilled: the next write waits for the fence
+// even when it has a connection at hand and the kill is slow: here the
+// write takes an idle pooled connection at once while the kill must dial
+// a slow new one, and the delayed bytes arrive in between. Without the
+// wait the next write lands first and the delayed one after it.
+func TestFenceHoldsWritesUntilKilled(t *testing.T) {
+	f := newFenceFixture(t, true, nil)
+	// Two idle connections in the pool: the delayed write takes one, the
+	// next write the other.
+	errs := make(chan error, 2)
+	hold := redistest.NewHold("set", "k0")
+	f.rdb.AddHook(hold)
+	go func() { errs <- f.store.Set(bg, "k0", []byte("v"), time.Minute) }()
+	<-hold.Held()
+	go func() { errs <- f.store.Set(bg, "k1", []byte("v"), time.Minute) }()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	hold.Release()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	f.proxy.DelayNext(300 * time.Millisecond)
+	f.proxy.SlowDial(600 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	err := f.store.Set(ctx, "k", []byte("old"), time.Minute)
+	cancel()
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("the delayed Set = %v, want ErrOutcomeUnknown", err)
+	}
+	if err := f.store.Set(bg, "k", []byte("new"), time.Minute); err != nil {
+		t.Fatalf("the next Set: %v", err)
+	}
+	f.proxy.SlowDial(0)
+	f.settle(t)
+	if got := f.direct(t, "k"); got != "new" {
+		t.Fatalf("Redis holds %q: the next Set went out before the kill and the delayed one landed after it", got)
+	}
+	if st := f.store.FenceStats(); st.Held < 1 {
+		t.Fatalf("FenceStats %+v: no write was held", st)
+	}
+}
+
+// TestFenceRefused: a user without +client|kill cannot fence; the Store
+// says so (refused hears it, Fencing turns false, Unfenced counts it) and
+// keeps working.
+func TestFenceRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	if _, err := redistest.Do(srv.Addr(), "ACL", "SETUSER", "nokill", "on", ">pw", "~*", "&*", "+@all", "-client|kill"); err != nil {
+		t.Fatal(err)
+	}
+	p := redistest.StartProxy(t, srv.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), Username: "nokill", Password: "pw",
+		MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb)
+	heard := make(chan error, 4)
+	if err := s.Fence(func(err error) { heard <- err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if !s.Fencing() {
+		t.Fatal("Fencing before any refusal = false")
+	}
+	if err := s.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	p.Delay(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	_ = s.Set(ctx, "k", []byte("old"), time.Minute)
+	cancel()
+	select {
+	case err := <-heard:
+		if !IsRefusal(err) || strings.Contains(err.Error(), "pw") {
+			t.Fatalf("refused heard %v, want a refusal (NOPERM) without credentials", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("refused never heard the refused CLIENT KILL")
+	}
+	if s.Fencing() || s.FenceStats().Unfenced != 1 {
+		t.Fatalf("Fencing %v, stats %+v after a refused kill: want false and one unfenced", s.Fencing(), s.FenceStats())
+	}
+	if err := s.Set(bg, "k", []byte("new"), time.Minute); err != nil {
+		t.Fatalf("a Set after the refusal: %v", err)
+	}
+}
+
+// TestFenceSparesSubscriptions: a subscribed connection's reads time out
+// while it waits, which is no failure: it is never killed.
+func TestFenceSparesSubscriptions(t *testing.T) {
+	f := newFenceFixture(t, true, nil)
+	ps := f.rdb.Subscribe(bg, "ch")
+	defer ps.Close()
+	if _, err := ps.Receive(bg); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := ps.ReceiveTimeout(bg, 20*time.Millisecond); err == nil {
+			t.Fatal("a message on a silent channel")
+		}
+	}
+	if err := f.rdb.Publish(bg, "ch", "hello").Err(); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := ps.ReceiveMessage(bg)
+	if err != nil || msg.Payload != "hello" {
+		t.Fatalf("the subscription after its read timeouts: %v, %v", msg, err)
+	}
+	if st := f.store.FenceStats(); st.Fenced != 0 || st.Unfenced != 0 {
+		t.Fatalf("FenceStats %+v: a subscribed connection was fenced", st)
+	}
+}
+
+// TestUnknownOutcome: which errors say a write's outcome is unknown.
+func TestUnknownOutcome(t *testing.T) {
+	f := newFenceFixture(t, true, nil)
+	// A read that times out is no write.
+	f.proxy.Delay(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	_, err := f.store.Get(ctx, "k")
+	cancel()
+	if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("a timed-out Get = %v, want a timeout that is no unknown write", err)
+	}
+	f.settle(t)
+	// A write Redis answered has a known outcome, even an error.
+	if _, err := redistest.Do(f.srv.Addr(), "LPUSH", "list", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.SetCond(bg, "list", []byte("v"), time.Minute, false); err != nil && errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("an answered write's error %v matches ErrOutcomeUnknown", err)
+	}
+	// A write that could not be sent (nothing listens) is known not done.
+	dead := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1}))
+	if err := dead.Set(bg, "k", []byte("v"), time.Minute); err == nil || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("a Set whose dial was refused = %v, want an error that is no unknown outcome", err)
+	}
+}
+
+// TestRetryAfterStoredAnswersStored: a conditional write retried after its
+// first attempt stored (its reply lost) answers "stored", not "lost": SET
+// NX finds its own bytes, a lease fill finds its value, a compare-and-set
+// finds its new bytes.
+func TestRetryAfterStoredAnswersStored(t *testing.T) {
+	f := setup(t)
+	val := []byte("exactly-these-bytes")
+	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false); err != nil || !ok {
+		t.Fatalf("first SET NX = %v, %v", ok, err)
+	}
+	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false); err != nil || !ok {
+		t.Fatalf("SET NX again with the same bytes = %v, %v; want stored", ok, err)
+	}
+	if ok, _ := f.store.SetCond(bg, "nx", []byte("other"), time.Minute, false); ok {
+		t.Fatal("SET NX of other bytes over an entry reported stored")
+	}
+	lease := NewLease()
+	if st, _, _, err := f.store.Acquire(bg, "fill", lease, time.Minute, ""); err != nil || st != LeaseAcquired {
+		t.Fatalf("Acquire = %v, %v", st, err)
+	}
+	for i := range 2 {
+		if ok, err := f.store.Fill(bg, "fill", lease, val, time.Minute); err != nil || !ok {
+			t.Fatalf("Fill #%d = %v, %v; want stored", i+1, ok, err)
+		}
+	}
+	if err := f.store.Set(bg, "cas", []byte("seen"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), val, time.Minute); err != nil || !ok {
+			t.Fatalf("SetIfDigest #%d = %v, %v; want stored", i+1, ok, err)
+		}
+	}
+}
