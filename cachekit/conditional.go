@@ -1,7 +1,6 @@
 package cachekit
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -14,11 +13,11 @@ import (
 // it. When it did, L1 takes the value as SetWithTTL's does (dropped instead
 // if another write, delete or invalidation of key overlapped); when it did
 // not, nothing changes. Reliability.FailOpen does not absorb its errors: a
-// caller deciding on stored must not be handed a guess. When a retried
-// attempt finds the key taken, SetIfAbsent reads it back: bytes equal to
-// its own mean an earlier attempt stored them and only the reply was lost
-// (without encryption, another writer storing the identical value reads
-// the same way).
+// caller deciding on stored must not be handed a guess. A key that already
+// holds exactly the bytes SetIfAbsent would store counts as stored: a
+// retried attempt finds an earlier one's bytes, whose reply was lost
+// (without encryption, another writer's identical value reads the same
+// way).
 func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSetIfAbsent, key, 1)
@@ -62,19 +61,11 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	t := c.ticket(key)
 	full := c.fullKey(key)
 	var ok bool
-	attempts := 0
-	err = c.redis(ctx, "set", len(sealed), func(ctx context.Context) error {
-		attempts++
-		var err error
+	err = c.redis(ctx, "set", len(sealed), func(ctx context.Context) (err error) {
+		// A retry's SET NX that finds the key holding exactly its bytes
+		// answers stored (l2.SetCond): the attempt before it stored them
+		// and only its reply was lost.
 		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists)
-		if err == nil && !ok && !ifExists && attempts > 1 {
-			// A retry's SET NX finds the key taken: maybe by the attempt
-			// before it, which Redis applied but whose reply was lost.
-			// Its bytes are ours (with encryption, unique by their nonce).
-			if cur, gerr := c.l2.Get(ctx, full); gerr == nil && bytes.Equal(cur, sealed) {
-				ok = true
-			}
-		}
 		return err
 	})
 	if err != nil {

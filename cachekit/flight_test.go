@@ -96,8 +96,8 @@ func TestLoaderIgnoringCtxDoesNotHoldCallers(t *testing.T) {
 	}()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("GetOrLoad = %v, want context.DeadlineExceeded at LoadTimeout", err)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("GetOrLoad = %v, want ErrTimeout (the Client's LoadTimeout) at LoadTimeout", err)
 		}
 	case <-time.After(time.Second):
 		t.Fatal("GetOrLoad still waiting a second after LoadTimeout (50ms) for a loader that ignores its ctx")
@@ -162,8 +162,8 @@ func TestLoadTimeoutBoundsLoader(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("GetOrLoad = %v, want the loader's context.DeadlineExceeded", err)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("GetOrLoad = %v, want ErrTimeout: LoadTimeout, not the caller, ended the load", err)
 	}
 	if !<-deadline {
 		t.Fatal("loader ctx had no deadline")

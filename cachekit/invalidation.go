@@ -74,7 +74,8 @@ const trackingWait = time.Second
 // last quarter of its entry's lifetime reads the entry from Redis in the
 // background (one read per key at a time) and, once it authenticates,
 // gives the L1 copy a fresh lifetime through the ticket taken before the
-// read, as any backfill: a write, delete or announcement meanwhile wins,
+// read, as any backfill (the read is bounded by AttemptTimeout on its own,
+// outside the reliability stack's slots): a write, delete or announcement meanwhile wins,
 // and no copy is older than the lifetime. Without it a hot key misses once
 // per lifetime.
 func (c *Client) renew(key string, life time.Duration) {
@@ -87,7 +88,9 @@ func (c *Client) renew(key string, life time.Duration) {
 		t := c.ticket(key)
 		var stored []byte
 		var ttl time.Duration
-		if c.redis(ctx, "get", 0, c.getCall(c.fullKey(key), true, &stored, &ttl)) != nil || ttl <= 0 {
+		// Outside the reliability stack: a renewal is no caller's work and
+		// takes none of the callers' MaxInFlight slots; ctx bounds it.
+		if c.getCall(c.fullKey(key), true, &stored, &ttl)(ctx) != nil || ttl <= 0 {
 			return
 		}
 		s := getScratch()

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,12 +33,14 @@ func (c *Client) leases() bool { return c.l2 != nil && !c.interop }
 
 // leaseLoad is a GetOrLoad miss with leases: it plants one, or finds the
 // entry another Client stored meanwhile (and returns it), or waits for the
-// Client whose lease is there. Holding the lease it runs the loader and
-// stores the result while the lease holds.
+// Client whose lease is there, or takes over a lease its holder abandoned.
+// Holding the lease it runs the loader and stores the result while the
+// lease holds. A lease Redis will not plant (over maxmemory with
+// noeviction, an ACL without EVAL) means loading without one.
 func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
 	full := c.fullKey(key)
 	lease := l2.NewLease()
-	replace := ""                               // digest of an entry that failed to open
+	replace := ""                               // digest of an entry that failed to open, or an abandoned lease
 	giveUp := time.Now().Add(c.loadTimeout / 2) // then load without waiting any longer
 	waited := false
 	for wait := flight.FirstPoll; ; wait = min(wait*2, flight.PollMax) {
@@ -59,6 +62,15 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			c.leaseWaits.Remove(key, wake)
 		}
 		if err != nil {
+			if errors.Is(err, ErrOutcomeUnknown) {
+				// The lease may be planted (a reply lost, a ctx ended with
+				// the script queued): give it back, after the Acquire.
+				c.releaseLease(ctx, full, lease)
+			}
+			if l2.Declined(err) {
+				c.warn("GetOrLoad could not plant a lease (Redis refused the script); loading without storing", key, err)
+				return loadUnstored(ctx, c, load, ttl)
+			}
 			rerr := c.readErr(ctx, key, err)
 			if out, _ := errClasses.Outcome(rerr); out == observe.Degraded {
 				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
@@ -78,10 +90,15 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			continue
 		case l2.LeaseHeld:
 			// Its holder renews it every third of LeaseTTL: one with less
-			// than half left is abandoned (a holder that could neither store
-			// nor release it), not waited out.
-			abandoned := left > 0 && left < c.leaseTTL/2
-			if !c.fleetWait || abandoned || !time.Now().Before(giveUp) {
+			// than half left is abandoned (a holder that could neither
+			// store nor release it). One caller takes it over (the others
+			// then find the new lease and wait for it); its old holder, if
+			// still alive, loses only its store.
+			if left > 0 && left < c.leaseTTL/2 && string(entry) != replace {
+				replace = string(entry)
+				continue
+			}
+			if !c.fleetWait || !time.Now().Before(giveUp) {
 				if wake != nil {
 					c.leaseWaits.Remove(key, wake)
 				}
@@ -118,52 +135,26 @@ func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, 
 }
 
 // holdAndLoad runs the loader while holding lease on full (renewing it
-// every LeaseTTL/3), then stores the value while the lease holds: L2 by
-// l2.Fill, then L1 as a Set does. A loader error gives the key back at once.
+// every LeaseTTL/3 until its fill has answered), then lands the value
+// while the lease holds. A loader error gives the key back at once.
 func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
-	stop := c.keepLeases(ctx, []string{full}, []string{lease})
+	r := c.keepLeases(ctx, []string{full}, []string{lease})
 	started := time.Now()
 	v, ttl, err := runLoader(ctx, c, load, ttl)
-	stop()
-	if err == nil {
-		ttl, err = normalizeTTL(ttl)
-	}
-	var stored []byte
-	if err == nil {
-		stored, err = c.sealValue(ctx, key, v)
-	}
 	if err != nil {
+		r.stop()
 		c.releaseLease(ctx, full, lease)
-		if _, isLoader := err.(*flight.LoaderError); isLoader || errors.Is(err, ErrClosed) {
-			return nil, err
-		}
-		c.warn("GetOrLoad could not store the loaded value", key, err)
-		return v, nil // the caller gets its value; nothing is stored
+		return nil, err
 	}
-	t := c.ticket(key)
-	at := time.Now()
-	var filled bool
-	err = c.redis(ctx, "set", len(stored), func(ctx context.Context) error {
-		var err error
-		filled, err = c.l2.Fill(ctx, full, lease, stored, ttl)
-		return err
-	})
-	switch {
+	out, at, err := c.land(ctx, key, v, ttl, fill{kind: fillLease, lease: lease, renewer: r}, true)
+	switch err = c.loadStoreFailed(key, err); {
 	case err != nil:
-		c.dropL1(key)                    // Redis state unknown
-		c.releaseLease(ctx, full, lease) // waiters need not wait out the lease
-		if errors.Is(err, ErrClosed) {
-			return nil, err
-		}
-		c.warn("GetOrLoad could not store the loaded value", key, err)
-	case !filled:
-		c.stats.LeasesLost.Add(1) // a write came first: it stays
-		return leased{v: v, at: started}, nil
-	default:
-		c.accepted(key, t, stored, ttl, true)
+		return nil, err
+	case out == landStored:
 		return leased{v: v, at: at}, nil
+	default: // not stored: current when the loader started
+		return leased{v: v, at: started}, nil
 	}
-	return v, nil
 }
 
 // leased is what a load with Redis returns through the flight: the value,
@@ -177,9 +168,20 @@ type leased struct {
 	at time.Time
 }
 
+// flightValue reads a flight's result as a T (false: another caller loaded
+// the key as another type), with the time it was last known current (zero
+// for a value without one: loaded in L1-only or interop mode).
+func flightValue[T any](res any) (v T, at time.Time, ok bool) {
+	if lr, isLeased := res.(leased); isLeased {
+		res, at = lr.v, lr.at
+	}
+	v, ok = res.(T)
+	return v, at, ok
+}
+
 // loadUnstored runs the loader and returns its value without storing it:
-// under FailOpen with Redis failing, or while another Client holds the
-// key's lease and this one does not wait for it.
+// under FailOpen with Redis failing, when Redis refuses a lease, or while
+// another Client holds the key's lease and this one does not wait for it.
 func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
 	started := time.Now()
 	v, _, err := runLoader(ctx, c, load, ttl)
@@ -189,19 +191,59 @@ func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Conte
 	return leased{v: v, at: started}, nil
 }
 
-// keepLeases renews each lease on its key (fulls[i], leases[i]), one after
-// the other, every LeaseTTL/3 until stop is called (which waits for the
-// renewer to end) or Close, so a load longer than the lease stays the only
-// one. A renewal that finds its lease gone changes nothing.
-func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) (stop func()) {
+// renewer keeps a load's leases alive: each is renewed on its key every
+// LeaseTTL/3, one after the other, until stop (or Close). A renewal is
+// bounded by the attempt timeout on its own, outside the reliability
+// stack's slots (it is no caller's work and must not crowd callers out);
+// one that finds its lease gone changes nothing.
+type renewer struct {
+	cancel context.CancelFunc
+	unlink func() bool
+	done   chan struct{}
+	once   sync.Once
+}
+
+// keepLeases starts a renewer of leases[i] on fulls[i].
+func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) *renewer {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	unlink := context.AfterFunc(c.bg, cancel) // Close ends it too
-	wait := c.l2.KeepLeases(rctx, fulls, leases, c.leaseTTL, c.rel.AttemptTimeout())
-	return func() { unlink(); cancel(); wait() }
+	r := &renewer{cancel: cancel, unlink: context.AfterFunc(c.bg, cancel), done: make(chan struct{})}
+	attempt := c.rel.AttemptTimeout()
+	go func() {
+		defer close(r.done)
+		tick := time.NewTicker(max(c.leaseTTL/3, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-tick.C:
+			}
+			for i, full := range fulls {
+				actx, cancel := context.WithTimeout(rctx, attempt)
+				_, _ = c.l2.Renew(actx, full, leases[i], c.leaseTTL)
+				cancel()
+			}
+		}
+	}()
+	return r
+}
+
+// stop ends the renewer and waits for it; a nil renewer does nothing.
+func (r *renewer) stop() {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() {
+		r.unlink()
+		r.cancel()
+		<-r.done
+	})
 }
 
 // releaseLease gives the key back (deletes the lease if still there),
 // within one attempt's bound whatever ctx says; the lease expires anyway.
+// On the auto-pipelined stream it goes after the Acquire that planted the
+// lease, and a fence keeps it after one whose connection failed.
 func (c *Client) releaseLease(ctx context.Context, full, lease string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
 	defer cancel()
@@ -209,50 +251,61 @@ func (c *Client) releaseLease(ctx context.Context, full, lease string) {
 }
 
 // leaseLoadBatch is loadBatch with leases: one pipeline plants a lease on
-// each key (or finds its entry, or another's lease), the loader runs once
-// for every key without an entry, and one pipeline stores each value whose
-// lease still holds.
+// each key, or finds its entry, or another's lease (a second one plants
+// leases over the entries found that could not be opened, to replace
+// them); the loader runs once for every key without an entry, and one
+// pipeline stores each value whose lease still holds.
 func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (map[string]any, error) {
 	fulls := make([]string, len(keys))
 	leases := make([]string, len(keys))
-	tickets := make([]ticket, len(keys))
+	replace := make([]string, len(keys))
+	pending := make([]int, len(keys))
 	for i, k := range keys {
-		fulls[i], leases[i], tickets[i] = c.fullKey(k), l2.NewLease(), c.ticket(k)
-	}
-	var states []l2.LeaseState
-	var entries [][]byte
-	var lefts []time.Duration
-	var errs []error
-	acquireAt := time.Now()
-	if err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
-		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL)
-		return errors.Join(errs...)
-	}); err != nil && errs == nil { // refused before any attempt: every key loads, unleased
-		errs = slices.Repeat([]error{err}, len(keys))
+		fulls[i], leases[i], pending[i] = c.fullKey(k), l2.NewLease(), i
 	}
 	res := make(map[string]any, len(keys))
 	var load []string
 	var mine []int // indexes of keys whose lease this call holds
-	for i, k := range keys {
-		if errs[i] == nil && states[i] == l2.LeaseFoundEntry {
-			if v, err := openFound[T](ctx, c, k, entries[i], lefts[i], tickets[i]); err == nil {
-				res[k] = leased{v: v, at: acquireAt}
-				continue
+	for pass := 0; len(pending) > 0; pass++ {
+		tickets := make([]ticket, len(pending))
+		for j, i := range pending {
+			tickets[j] = c.ticket(keys[i])
+		}
+		states, entries, lefts, errs := c.acquireMany(ctx, pick(fulls, pending), pick(leases, pending), pick(replace, pending))
+		acquireAt := time.Now()
+		var again []int
+		for j, i := range pending {
+			k := keys[i]
+			if errs[j] != nil && errors.Is(errs[j], ErrOutcomeUnknown) {
+				c.releaseLease(ctx, fulls[i], leases[i]) // planted perhaps, its reply lost
+			}
+			if errs[j] == nil && states[j] == l2.LeaseFoundEntry {
+				v, err := openFound[T](ctx, c, k, entries[j], lefts[j], tickets[j])
+				if err == nil {
+					res[k] = leased{v: v, at: acquireAt}
+					continue
+				}
+				if pass == 0 && loadable(err) { // replace what cannot be opened
+					replace[i] = l2.Digest(entries[j])
+					again = append(again, i)
+					continue
+				}
+			}
+			load = append(load, k)
+			if errs[j] == nil && states[j] == l2.LeaseAcquired {
+				mine = append(mine, i)
 			}
 		}
-		load = append(load, k)
-		if errs[i] == nil && states[i] == l2.LeaseAcquired {
-			mine = append(mine, i)
-		}
+		pending = again
 	}
 	if len(load) == 0 {
 		return res, nil
 	}
-	stop := c.keepLeases(ctx, pick(fulls, mine), pick(leases, mine))
+	r := c.keepLeases(ctx, pick(fulls, mine), pick(leases, mine))
 	started := time.Now()
 	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
-	stop()
 	if err != nil {
+		r.stop()
 		for _, i := range mine {
 			c.releaseLease(ctx, fulls[i], leases[i])
 		}
@@ -263,65 +316,39 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			res[k] = leased{v: v, at: started} // until its store succeeds, below
 		}
 	}
-	var items []l2.Item
-	var at []int // the index in keys of each item
-	size := 0
+	var items []batchItem
 	for _, i := range mine {
-		v, ok := vals[keys[i]]
-		var stored []byte
-		if ok {
-			if stored, err = c.sealValue(ctx, keys[i], v); err != nil {
-				c.warn("MGetOrLoad could not store a loaded value", keys[i], err)
-			}
-		}
-		if !ok || err != nil { // nothing to cache: give the key back
+		if v, ok := vals[keys[i]]; ok {
+			items = append(items, batchItem{key: keys[i], v: v, lease: leases[i]})
+		} else { // left out by the loader: nothing to cache, give the key back
 			c.releaseLease(ctx, fulls[i], leases[i])
-			continue
 		}
-		items, at = append(items, l2.Item{Key: fulls[i], Value: stored, TTL: ttl}), append(at, i)
-		size += len(stored)
 	}
-	if len(items) == 0 {
-		return res, nil
+	out, ats, err := c.landBatch(ctx, items, ttl, fillLease)
+	r.stop() // the fills answered
+	if err != nil {
+		return nil, err
 	}
-	for _, i := range at {
-		tickets[i] = c.ticket(keys[i]) // the fill's, taken before it is sent
-	}
-	fillAt := time.Now()
-	var done []bool
-	var ferrs []error
-	// Under the guard (deadline, breaker, budget): every fill failing is the
-	// round trip failing (counted, retried when transient); a single fill's
-	// failure is its key's, counted below.
-	err = c.redis(ctx, "mset", size, func(ctx context.Context) error {
-		done, ferrs = c.l2.FillMany(ctx, items, pick(leases, at))
-		if !slices.Contains(ferrs, nil) {
-			return ferrs[0]
-		}
-		return nil
-	})
-	if ferrs == nil { // refused before any attempt
-		done, ferrs = make([]bool, len(items)), slices.Repeat([]error{err}, len(items))
-	}
-	for j, i := range at {
-		switch {
-		case ferrs[j] != nil:
-			c.dropL1(keys[i])
-			if errors.Is(ferrs[j], ErrClosed) {
-				return nil, ferrs[j]
-			}
-			if err == nil {
-				c.stats.L2Errors.Add(1)
-			}
-			c.warn("MGetOrLoad could not store the loaded values", keys[i], ferrs[j])
-		case !done[j]:
-			c.stats.LeasesLost.Add(1)
-		default:
-			res[keys[i]] = leased{v: vals[keys[i]], at: fillAt}
-			c.accepted(keys[i], tickets[i], items[j].Value, ttl, false) // batches are not refreshed
+	for j, it := range items {
+		if out[j] == landStored {
+			res[it.key] = leased{v: it.v, at: ats[j]}
 		}
 	}
 	return res, nil
+}
+
+// acquireMany plants leases on fulls in one pipeline under the reliability
+// stack (l2.AcquireMany); a refusal before any attempt is every key's
+// error.
+func (c *Client) acquireMany(ctx context.Context, fulls, leases, replace []string) (states []l2.LeaseState, entries [][]byte, lefts []time.Duration, errs []error) {
+	if err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
+		states, entries, lefts, errs = c.l2.AcquireMany(ctx, fulls, leases, c.leaseTTL, replace)
+		return errors.Join(errs...)
+	}); err != nil && errs == nil {
+		errs = slices.Repeat([]error{err}, len(fulls))
+		states, entries, lefts = make([]l2.LeaseState, len(fulls)), make([][]byte, len(fulls)), make([]time.Duration, len(fulls))
+	}
+	return states, entries, lefts, errs
 }
 
 // pick returns s[i] for each i in idx.

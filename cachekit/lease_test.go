@@ -175,11 +175,21 @@ func TestSWRRefreshNeverOverwritesAWrite(t *testing.T) {
 		noL1  bool
 		write func(a, b *Client) error
 		want  string
+		plain bool // no encryption: equal values store equal bytes
 	}{
-		"noL1/same client Set":    {true, func(a, _ *Client) error { return a.Set(bg, "k", "new") }, "new"},
-		"noL1/same client Delete": {true, func(a, _ *Client) error { return a.Delete(bg, "k") }, ""},
-		"l1/other client Set":     {false, func(_, b *Client) error { return b.Set(bg, "k", "new") }, "new"},
-		"l1/other client Delete":  {false, func(_, b *Client) error { return b.Delete(bg, "k") }, ""},
+		"noL1/same client Set":    {true, func(a, _ *Client) error { return a.Set(bg, "k", "new") }, "new", false},
+		"noL1/same client Delete": {true, func(a, _ *Client) error { return a.Delete(bg, "k") }, "", false},
+		"l1/other client Set":     {false, func(_, b *Client) error { return b.Set(bg, "k", "new") }, "new", false},
+		"l1/other client Delete":  {false, func(_, b *Client) error { return b.Delete(bg, "k") }, "", false},
+		// ABA: the served bytes are written again (unencrypted, the same
+		// bytes): the digest alone cannot tell them from the served entry,
+		// their new expiry can.
+		"noL1/plain/same client Set new then Set v1 again": {true, func(a, _ *Client) error {
+			if err := a.SetWithTTL(bg, "k", "new", swrTTL); err != nil {
+				return err
+			}
+			return a.SetWithTTL(bg, "k", "v1", swrTTL)
+		}, "v1", true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -189,9 +199,16 @@ func TestSWRRefreshNeverOverwritesAWrite(t *testing.T) {
 				if tc.noL1 {
 					o.L1MaxBytes = 0
 				}
+				if tc.plain {
+					o.Encryption = nil
+				}
 				raw = o.Redis.(*redis.Client)
 			})
-			b := newClient(t, Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")})
+			bo := Options{Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig("")}
+			if tc.plain {
+				bo.Encryption = nil
+			}
+			b := newClient(t, bo)
 			if _, err := GetOrLoadTTL(bg, a, "k", swrTTL, func(context.Context) (string, error) { return "v1", nil }); err != nil {
 				t.Fatal(err)
 			}

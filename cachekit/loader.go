@@ -7,8 +7,11 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/internal/flight"
+	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -43,20 +46,31 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // Client, another process, another SDK, redis-cli, expiry or eviction)
 // wins, and the loaded value goes only to this call's callers (counted in
 // Stats.LeasesLost). Other reads see a key under a lease as missing. The
-// lease lives Options.LeaseTTL and is renewed while the loader runs; a
-// loader error deletes it at once. A miss that finds another Client's
+// lease lives Options.LeaseTTL and is renewed until its store has
+// answered; a loader error deletes it at once, and so does a ctx that ends
+// while the lease is being planted. A miss that finds another Client's
 // lease waits for that load's result with Options.FleetSingleFlight
-// (Production and Secure), or else loads without storing; so does a miss
-// that finds a lease with less than half of LeaseTTL left, which its
-// holder (renewing every third of it) has abandoned. A miss that
-// finds an entry stored meanwhile returns it. Costs: one round trip more
-// than a plain store on a miss (the lease), none on a hit.
+// (Production and Secure), or else loads without storing. A lease with
+// less than half of LeaseTTL left, which its holder (renewing every third
+// of it) has abandoned, is taken over by one caller (compare-and-set on
+// the lease), which loads and stores; the others then wait for it, and
+// the old holder, if alive, loses only its store. A miss that finds an
+// entry stored meanwhile returns it. Where Redis refuses to plant the
+// lease (over maxmemory with noeviction, an ACL without EVAL) the miss
+// loads and returns its value without storing it. Costs: one round trip
+// more than a plain store on a miss (the lease), none on a hit.
+//
+// In interop mode the keys are shared with other SDKs, which know no
+// lease: the loaded value is stored only where the key still holds
+// nothing (SET NX), or over exactly the entry that could not be opened, so
+// a write made while the loader ran (this Client's or another's) stays.
 //
 // An entry that exists but cannot be opened (tampered, wrong key) is
 // replaced by a fresh load; a Redis error is returned, except under
 // FailOpen, where an unreachable Redis makes GetOrLoadTTL run the loader and
 // return its value without storing it (no second read, lock or write to a
-// failing Redis).
+// failing Redis). A load that LoadTimeout ends before the caller's own
+// deadline returns an error matching ErrTimeout.
 func GetOrLoadTTL[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (T, error) {
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpGetOrLoad, key, 1)
@@ -89,21 +103,18 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	degraded := errors.As(err, &me)
 	waitStart := time.Now()
 	var res any
-	var led bool
+	var led, isT bool
 	for try := 1; ; try++ {
 		joined := time.Now()
 		res, led, err = c.flights.Do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
 			return loadAndStore(lctx, c, key, ttl, load, degraded)
 		})
-		lr, ok := res.(leased)
-		if !ok {
-			break
-		}
-		res = lr.v
-		// The value was current at lr.at: right for a caller that was
+		var at time.Time
+		v, at, isT = flightValue[T](res)
+		// The value was current at at: right for a caller that was
 		// already waiting then; a caller that joined the flight later, maybe
 		// after a write returned, loads again (three times at most).
-		if led || err != nil || try == 3 || !joined.After(lr.at) {
+		if led || err != nil || try == 3 || at.IsZero() || !joined.After(at) {
 			break
 		}
 	}
@@ -116,17 +127,41 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		r.Out = observe.Degraded
 	}
 	if err != nil {
-		if c.closed.Load() && errors.Is(err, context.Canceled) {
-			return zero, observe.Result{}, ErrClosed
-		}
-		return zero, observe.Result{}, err
+		return zero, observe.Result{}, c.loadErr(ctx, err)
 	}
-	if v, ok := res.(T); ok {
+	if isT {
 		return v, r, nil
 	}
 	// Another caller loaded the same key as a different type: read it back
 	// as ours.
 	return getInner[T](ctx, c, key)
+}
+
+// errLoadTimeout is what a caller gets when Options.LoadTimeout ended the
+// load it waited for before its own deadline: the Client's timeout.
+var errLoadTimeout error = loadTimeoutError{}
+
+// loadTimeoutError is errLoadTimeout's type: it matches ErrTimeout and is
+// a net.Error timeout, as ErrTimeout is.
+type loadTimeoutError struct{}
+
+func (loadTimeoutError) Error() string        { return "cachekit: the load ran past LoadTimeout" }
+func (loadTimeoutError) Is(target error) bool { return target == ErrTimeout }
+func (loadTimeoutError) Timeout() bool        { return true }
+func (loadTimeoutError) Temporary() bool      { return true }
+
+// loadErr is what a caller of a load gets for err: ErrClosed when Close
+// cancelled it; errLoadTimeout (matching ErrTimeout, not
+// context.DeadlineExceeded) when LoadTimeout, not the caller's deadline,
+// ended it; else err.
+func (c *Client) loadErr(ctx context.Context, err error) error {
+	switch {
+	case c.closed.Load() && errors.Is(err, context.Canceled):
+		return ErrClosed
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && !guard.CallerExpired(ctx):
+		return errLoadTimeout
+	}
+	return err
 }
 
 // loadable reports whether a Get error means "load a fresh value".
@@ -145,7 +180,8 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	// L1 only, or interop mode. A caller that missed just before the
 	// previous flight stored its value starts a new flight: look again
 	// before loading.
-	if v, _, err := getInner[T](ctx, c, key); err == nil {
+	replace, v, err := lookAgain[T](ctx, c, key)
+	if err == nil {
 		return v, nil
 	} else if !loadable(err) {
 		return nil, err
@@ -161,24 +197,40 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		defer unlock()
 		// The lock may have been free because its holder had just
 		// stored: look once more before loading.
-		if v, _, err := getInner[T](ctx, c, key); err == nil {
+		if replace, v, err = lookAgain[T](ctx, c, key); err == nil {
 			return v, nil
 		}
 	}
-	v, ttl, err := runLoader(ctx, c, load, ttl)
+	v, ttl, err = runLoader(ctx, c, load, ttl)
 	if err != nil {
 		return nil, err
 	}
-	if c.swr != nil {
-		c.swr.Record(key, c.now(), ttl, ttl)
+	f := fill{kind: fillPlain}
+	if c.l2 != nil {
+		// Interop mode: no lease in a shared key, but never over a write
+		// made while the loader ran (SET NX), or over anything but the
+		// entry that could not be opened.
+		f = fill{kind: fillAbsent, replace: replace}
 	}
-	if _, err := c.setWithTTL(ctx, key, v, ttl); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return nil, err
-		}
-		c.warn("GetOrLoad could not store the loaded value", key, err)
+	if _, _, err := c.land(ctx, key, v, ttl, f, true); c.loadStoreFailed(key, err) != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// lookAgain reads key as a T before a load; for an entry in Redis that
+// cannot be opened, replace is the digest of its bytes (the load replaces
+// exactly those).
+func lookAgain[T any](ctx context.Context, c *Client, key string) (replace string, v T, err error) {
+	v, _, err = getInner[T](ctx, c, key)
+	var ee *EntryError
+	if c.l2 != nil && errors.As(err, &ee) && ee.Tier == TierL2 {
+		var raw []byte
+		if rerr := c.redis(ctx, "get", 0, c.getCall(c.fullKey(key), false, &raw, nil)); rerr == nil {
+			replace = l2.Digest(raw)
+		}
+	}
+	return replace, v, err
 }
 
 // OverrideTTL, called from a GetOrLoad, GetOrLoadTTL or MGetOrLoad loader
@@ -218,19 +270,47 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 	return v, ttl, err
 }
 
-// lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL), the
-// family's convention for keys other SDKs read, or waits for its holder's
-// value by polling the cache (via probe) until the lock would have
-// expired; found reports that the value arrived (l2.Store.LockOrWait).
-// When the lock is taken, unlock releases it; otherwise it is a no-op.
+// lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL with a
+// fresh token, under the reliability stack: a retry finds its own token),
+// the family's convention for keys other SDKs read, or, when another
+// holds it, waits for its holder's value by polling probe (5 ms doubling
+// to 100 ms) until probe finds it (found), ctx ends, or the lock would
+// have expired. When the lock is taken, unlock releases it (within one
+// attempt, whatever ctx says; the lock expires anyway); otherwise, and
+// when it could not be taken (warned: the load goes on without it), it is
+// a no-op.
 func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
-	unlock, found, err := c.l2.LockOrWait(ctx, c.fullKey(key)+":lock", c.leaseTTL, c.rel.AttemptTimeout(), c.now, c.rel.Do,
-		func() { c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis")) },
-		func() (ok bool) { v, ok = probe(); return ok })
+	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
+	var ok bool
+	err := c.rel.Do(ctx, "lock", func(ctx context.Context) (err error) {
+		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
+		return err
+	})
 	if err != nil {
 		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
+		return noop, nil, false
 	}
-	return unlock, v, found
+	if ok {
+		return func() {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
+			defer cancel()
+			_ = c.rel.Do(uctx, "unlock", func(ctx context.Context) error {
+				_, err := c.l2.Unlock(ctx, lockKey, token)
+				return err
+			})
+		}, nil, false
+	}
+	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
+	deadline := c.now().Add(c.leaseTTL)
+	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
+		if !ctxwait.Sleep(ctx, wait) {
+			return noop, nil, false
+		}
+		if v, found = probe(); found {
+			return noop, v, true
+		}
+	}
+	return noop, nil, false
 }
 
 // normalizeTTL applies the protocol's TTL rules.

@@ -82,14 +82,11 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			for j := i + 1; j < len(flights); j++ {
 				c.flights.Leave(missing[j], flights[j])
 			}
-			if ctx.Err() == nil && c.closed.Load() && errors.Is(ferr, context.Canceled) {
-				return nil, observe.Result{}, ErrClosed
-			}
-			return nil, observe.Result{}, ferr
+			return nil, observe.Result{}, c.loadErr(ctx, ferr)
 		}
-		if lr, ok := val.(leased); ok && ferr == nil {
-			val = lr.v
-			if !led[missing[i]] && joined.After(lr.at) {
+		v, at, isT := flightValue[T](val)
+		if ferr == nil && !at.IsZero() {
+			if !led[missing[i]] && joined.After(at) {
 				// Joined another caller's load after its value was last
 				// known current, as GetOrLoad's joiners do: load again.
 				k := missing[i]
@@ -114,7 +111,7 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 		if ferr != nil { // ErrNotFound: the loader left the key out
 			continue
 		}
-		if v, ok := val.(T); ok {
+		if isT {
 			out[missing[i]] = v
 		} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
 			out[missing[i]] = v // loaded by another caller as another type
@@ -138,20 +135,19 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 		return nil, err
 	}
 	res = make(map[string]any, len(keys))
-	store := make(map[string]any, len(keys))
+	var items []batchItem
 	for _, k := range keys {
 		if v, ok := vals[k]; ok {
 			res[k] = v
-			store[k] = v
+			items = append(items, batchItem{key: k, v: v})
 		}
 	}
-	if len(store) > 0 {
-		if _, err := c.mset(ctx, store, ttl); err != nil {
-			if errors.Is(err, ErrClosed) {
-				return nil, err
-			}
-			c.warn("MGetOrLoad could not store the loaded values", keys[0], err)
-		}
+	kind := fillPlain // L1-only mode
+	if c.l2 != nil {
+		kind = fillAbsent // interop mode: never over a write made while the loader ran
+	}
+	if _, _, err := c.landBatch(ctx, items, ttl, kind); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

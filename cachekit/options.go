@@ -136,10 +136,11 @@ type Options struct {
 
 	// LeaseTTL is the lifetime of the lease a GetOrLoad, GetOrLoadTTL or
 	// MGetOrLoad miss plants in Redis before it loads (see GetOrLoadTTL):
-	// the loading Client renews it every LeaseTTL/3 while its loader runs,
-	// so it bounds how long a key stays blocked after its loader's process
-	// died, not how long a load may take. Default: 0, which New treats as
-	// 5 seconds.
+	// the loading Client renews it every LeaseTTL/3 until its store has
+	// answered, so it bounds how long a key stays blocked after its
+	// loader's process died (another Client takes over a lease with less
+	// than half of it left), not how long a load may take. Default: 0,
+	// which New treats as 5 seconds.
 	LeaseTTL time.Duration
 
 	// FleetSingleFlight makes a GetOrLoad miss that finds another Client's
@@ -148,10 +149,10 @@ type Options struct {
 	// runs one load. The waiter is woken by the key's invalidation
 	// (Invalidation on), or looks again with a backoff capped at 50 ms;
 	// it re-reads after every wake, and stops waiting when its ctx ends,
-	// when the lease is gone (the holder failed or died: at most LeaseTTL
-	// after its last renewal, and then it loads itself), or after half of
-	// LoadTimeout (then it loads and returns its own value without storing
-	// it). Without it such a miss loads and returns its value without
+	// when the lease is gone or abandoned (the holder failed or died: one
+	// waiter takes it over once less than half of LeaseTTL is left, and
+	// loads), or after half of LoadTimeout (then it loads and returns its
+	// own value without storing it). Without it such a miss loads and returns its value without
 	// storing it (the holder's store wins). In interop mode, where other
 	// SDKs read the keys and know no lease, it takes the family's
 	// {key}:lock (SET NX PX LeaseTTL) instead and polls for the holder's

@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/flight"
@@ -103,12 +104,13 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 	}
 }
 
-// refresh runs the loader and stores its value: L2 first, only if Redis
-// still holds the very entry that was served (served, compared by digest
-// in the script that writes: a Set, Delete, lease or any other write of the
-// key since the read makes the refresh a no-op, whoever made it), then L1
-// through admit, as Set does (and not at all if this process saw a write,
-// delete or invalidation of the key since the read).
+// refresh runs the loader and lands its value only if Redis still holds
+// the very entry that was served (served, compared by digest and, read
+// before the loader runs, its absolute expiry, in the script that writes:
+// a Set, Delete, lease or any other write of the key since then makes the
+// refresh a no-op, whoever made it, even one of the same bytes), then in
+// L1 as Set does (and not at all if this process saw a write, delete or
+// invalidation of the key since the read).
 func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -118,38 +120,28 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 	if served == nil {
 		return nil // the entry left L1 before it could be read back: nothing to compare
 	}
+	var expiry int64
+	if c.l2 != nil {
+		err := c.redis(ctx, "ttl", 0, func(ctx context.Context) (err error) {
+			expiry, err = c.l2.ExpireTime(ctx, c.fullKey(key))
+			return err
+		})
+		switch {
+		case errors.Is(err, l2.ErrNotFound):
+			return nil // gone since it was served: nothing to refresh
+		case err != nil && !l2.Declined(err):
+			return err
+		} // a server without PEXPIRETIME: the digest alone is compared
+	}
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
 		return err
 	}
-	ttl, err = normalizeTTL(ttl)
-	if err != nil {
-		return err
-	}
-	stored, err := c.sealValue(ctx, key, v)
-	if err != nil {
-		return err
-	}
-	t := c.ticket(key)
-	if c.l1 != nil && t.ver != ver {
+	if c.l1 != nil && c.l1.Version(key) != ver {
 		return nil // a newer write won; drop ours
 	}
-	var swapped bool
-	err = c.redis(ctx, "set", len(stored), func(ctx context.Context) error {
-		var err error
-		swapped, err = c.l2.SetIfDigest(ctx, c.fullKey(key), l2.Digest(served), stored, ttl)
-		return err
-	})
-	if err != nil {
-		c.dropL1(key) // Redis state unknown
-		return err
-	}
-	if !swapped {
-		c.stats.LeasesLost.Add(1) // a write came first: it stays
-		return nil
-	}
-	c.accepted(key, t, stored, ttl, true)
-	return nil
+	_, _, err = c.land(ctx, key, v, ttl, fill{kind: fillDigest, replace: l2.Digest(served), expiry: expiry}, true)
+	return err
 }
 
 // newSWR returns the SWR state for o with its defaults, nil when SWR is off.

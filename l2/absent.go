@@ -128,6 +128,16 @@ func (s *Store) expireKey(ctx context.Context, key string, ttl time.Duration) (b
 	return n == 1, err
 }
 
+// SetAbsentMany is SetCond with NX for several items, one script per item
+// in one pipeline (sent with EVAL, as FillMany): done[i] reports whether
+// item i was stored, errs[i] is its error.
+func (s *Store) SetAbsentMany(ctx context.Context, items []Item) (done []bool, errs []error) {
+	cmds, err := s.evalEach(ctx, "mset", setCondScript, len(items), func(i int) (string, []any) {
+		return items[i].Key, []any{items[i].Value, pxMillis(items[i].TTL), "nx"}
+	})
+	return eachDone("mset", len(items), cmds, err)
+}
+
 // setCondKey is SET NX (ifExists false) or XX with leases counted as
 // missing.
 func (s *Store) setCondKey(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists bool) (bool, error) {

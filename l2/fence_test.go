@@ -342,7 +342,7 @@ func TestRetryAfterStoredAnswersStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), val, time.Minute); err != nil || !ok {
+		if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), 0, val, time.Minute); err != nil || !ok {
 			t.Fatalf("SetIfDigest #%d = %v, %v; want stored", i+1, ok, err)
 		}
 	}

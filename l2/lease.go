@@ -84,21 +84,24 @@ func luaQuote(s string) string {
 	return b.String()
 }
 
-// acquireScript plants ARGV[1] for ARGV[2] ms when KEYS[1] is missing, or
+// acquireScript plants ARGV[1] for ARGV[2] ms when KEYS[1] is missing,
 // holds an entry whose digest is ARGV[3] (an entry the caller could not
-// open and replaces). Replies: {1} planted (or ARGV[1] already there: a
-// retry whose first attempt planted it); {2, pttl} another lease is there;
-// {0, pttl, value} an entry is there.
+// open and replaces), or holds the lease ARGV[3] (one its holder abandoned,
+// which the caller takes over). Replies: {1} planted (or ARGV[1] already
+// there: a retry whose first attempt planted it); {2, pttl, lease} another
+// lease is there; {0, pttl, value} an entry is there.
 var acquireScript = redis.NewScript(luaLease + `
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' and v.err then return v end
-if v == false or (ARGV[3] ~= '' and not isLease(v) and redis.sha1hex(v) == ARGV[3]) then
+local over = ARGV[3] ~= '' and v ~= false and
+  ((isLease(v) and v == ARGV[3]) or (not isLease(v) and redis.sha1hex(v) == ARGV[3]))
+if v == false or over then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {1}
 end
 if isLease(v) then
   if v == ARGV[1] then return {1} end
-  return {2, redis.call('PTTL', KEYS[1])}
+  return {2, redis.call('PTTL', KEYS[1]), v}
 end
 return {0, redis.call('PTTL', KEYS[1]), v}`)
 
@@ -122,13 +125,19 @@ if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])`)
 
 // casScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds bytes
-// whose digest is ARGV[1], then publishes as fillScript does; a key that
-// holds ARGV[2] already is stored too (a retry whose first attempt stored
-// it).
+// whose digest is ARGV[1] and, when ARGV[4] is not empty, whose absolute
+// expiry (PEXPIRETIME, ms) is ARGV[4]; then it publishes as fillScript
+// does. A key that holds ARGV[2] already is stored too (a retry whose
+// first attempt stored it). A server without PEXPIRETIME (before Redis 7)
+// compares the digest alone.
 var casScript = redis.NewScript(luaLease + `
 local v = redis.pcall('GET', KEYS[1])
 if v == ARGV[2] then return 1 end
 if type(v) ~= 'string' or redis.sha1hex(v) ~= ARGV[1] then return 0 end
+if ARGV[4] ~= '' then
+  local at = redis.pcall('PEXPIRETIME', KEYS[1])
+  if type(at) == 'number' and at ~= tonumber(ARGV[4]) then return 0 end
+end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 publish()
 return 1`)
@@ -147,11 +156,14 @@ const (
 )
 
 // Acquire plants lease (from NewLease) under key for ttl when the key is
-// missing (or already holds this very lease: a retried Acquire), or when it holds an entry whose Digest is replace (an entry the
-// caller could not open; "" replaces nothing). Otherwise it plants nothing
-// and reports what is there: another lease, with its remaining TTL, or an
-// entry, with its bytes and remaining TTL (0: no expiry). It is one
-// server-side script.
+// missing (or already holds this very lease: a retried Acquire), or when
+// it holds what replace names: an entry whose Digest is replace (one the
+// caller could not open), or the lease placeholder replace itself (one its
+// holder abandoned, taken over: of several callers naming it, one wins);
+// "" replaces nothing. Otherwise it plants nothing and reports what is
+// there: another lease, with its remaining TTL and, as entry, the
+// placeholder; or an entry, with its bytes and remaining TTL (0: no
+// expiry). It is one server-side script.
 func (s *Store) Acquire(ctx context.Context, key, lease string, ttl time.Duration, replace string) (state LeaseState, entry []byte, left time.Duration, err error) {
 	if err := s.check("lease"); err != nil {
 		return 0, nil, 0, err
@@ -181,7 +193,13 @@ func acquired(reply []any) (LeaseState, []byte, time.Duration, error) {
 		return LeaseAcquired, nil, 0, nil
 	case 2:
 		ms, _ := intAt(reply, 1)
-		return LeaseHeld, nil, time.Duration(max(ms, 0)) * time.Millisecond, nil
+		var held []byte
+		if len(reply) == 3 {
+			if v, ok := reply[2].(string); ok {
+				held = []byte(v)
+			}
+		}
+		return LeaseHeld, held, time.Duration(max(ms, 0)) * time.Millisecond, nil
 	}
 	ms, ok1 := intAt(reply, 1)
 	v, ok2 := "", len(reply) == 3
@@ -238,17 +256,21 @@ func (s *Store) FillMany(ctx context.Context, items []Item, leases []string) (do
 	return eachDone("mset", len(items), cmds, err)
 }
 
-// AcquireMany is Acquire for several keys (replacing nothing), one script
-// per key in one pipeline. For each key it returns the state and, for
-// LeaseFoundEntry, the entry and its remaining TTL; errs[i] is key i's
-// error.
-func (s *Store) AcquireMany(ctx context.Context, keys, leases []string, ttl time.Duration) (states []LeaseState, entries [][]byte, lefts []time.Duration, errs []error) {
+// AcquireMany is Acquire for several keys, one script per key in one
+// pipeline; replace[i] is key i's replace (replace may be nil: none). For
+// each key it returns the state and, for LeaseFoundEntry, the entry and
+// its remaining TTL; errs[i] is key i's error.
+func (s *Store) AcquireMany(ctx context.Context, keys, leases []string, ttl time.Duration, replace []string) (states []LeaseState, entries [][]byte, lefts []time.Duration, errs []error) {
 	states = make([]LeaseState, len(keys))
 	entries = make([][]byte, len(keys))
 	lefts = make([]time.Duration, len(keys))
 	errs = make([]error, len(keys))
 	cmds, err := s.evalEach(ctx, "lease", acquireScript, len(keys), func(i int) (string, []any) {
-		return keys[i], []any{leases[i], pxMillis(ttl), ""}
+		over := ""
+		if replace != nil {
+			over = replace[i]
+		}
+		return keys[i], []any{leases[i], pxMillis(ttl), over}
 	})
 	for i := range keys {
 		if cmds == nil {
@@ -274,32 +296,6 @@ func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration)
 	return s.runDone(ctx, "lease", false, renewScript, key, lease, pxMillis(ttl))
 }
 
-// KeepLeases renews each lease on its key (keys[i], leases[i]) every
-// ttl/3, one after the other, each renewal bounded by attempt, until ctx
-// ends. It returns a function that waits for the renewer to end: call it
-// once ctx has ended. A renewal that finds its lease gone changes nothing.
-func (s *Store) KeepLeases(ctx context.Context, keys, leases []string, ttl, attempt time.Duration) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(max(ttl/3, time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			for i, key := range keys {
-				actx, cancel := context.WithTimeout(ctx, attempt)
-				_, _ = s.Renew(actx, key, leases[i], ttl)
-				cancel()
-			}
-		}
-	}()
-	return func() { <-done }
-}
-
 // Release deletes key while it still holds lease (a load that failed gives
 // the key back at once instead of at the lease's expiry), and reports
 // whether it did. Redis over maxmemory refuses the compare-and-delete
@@ -321,11 +317,45 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 }
 
 // SetIfDigest stores val under key for ttl only while key holds bytes
-// whose Digest is digest (a refresh of the entry the caller read, which
-// any write since then makes a no-op), and reports whether it did; it
-// announces key as Fill does.
-func (s *Store) SetIfDigest(ctx context.Context, key, digest string, val []byte, ttl time.Duration) (bool, error) {
-	return s.setIf(ctx, casScript, key, digest, val, ttl)
+// whose Digest is digest and, when expireAt is positive, whose absolute
+// expiry is expireAt (Unix ms, as ExpireTime reads it): a refresh of the
+// entry the caller read, which any write since then makes a no-op, even
+// one of the same bytes (a write sets a new expiry). It reports whether it
+// stored, and announces key as Fill does.
+func (s *Store) SetIfDigest(ctx context.Context, key, digest string, expireAt int64, val []byte, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	at := ""
+	if expireAt > 0 {
+		at = strconv.FormatInt(expireAt, 10)
+	}
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "set", s.large(len(val)), casScript, key, digest, val, pxMillis(ttl), at, ch, msg)
+}
+
+// ExpireTime returns key's absolute expiry in Unix milliseconds
+// (PEXPIRETIME, Redis 7): 0 for a key without one, ErrNotFound for a
+// missing key or a lease.
+func (s *Store) ExpireTime(ctx context.Context, key string) (int64, error) {
+	if err := s.check("ttl"); err != nil {
+		return 0, err
+	}
+	cmd := redis.NewIntCmd(ctx, "pexpiretime", key)
+	lp, err := s.withLeaseProbe(ctx, key, cmd)
+	if err != nil {
+		return 0, fail("ttl", err)
+	}
+	at, err := cmd.Result()
+	switch {
+	case err != nil:
+		return 0, fail("ttl", err)
+	case at == -2 || lp.lease():
+		return 0, ErrNotFound
+	case at < 0:
+		return 0, nil
+	}
+	return at, nil
 }
 
 // dropLeases turns every lease placeholder in vals into nil (missing).

@@ -87,17 +87,17 @@ func TestSetIfDigest(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.rdb.Set(bg, "k", "v1", time.Minute)
-	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v0")), []byte("v2"), time.Minute); ok || err != nil {
+	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v0")), 0, []byte("v2"), time.Minute); ok || err != nil {
 		t.Fatalf("SetIfDigest with a stale digest = %v, %v", ok, err)
 	}
-	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v1")), []byte("v2"), time.Minute); !ok || err != nil {
+	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v1")), 0, []byte("v2"), time.Minute); !ok || err != nil {
 		t.Fatalf("SetIfDigest = %v, %v", ok, err)
 	}
 	if v, _ := f.rdb.Get(bg, "k").Result(); v != "v2" {
 		t.Fatalf("redis holds %q", v)
 	}
 	f.rdb.Del(bg, "k")
-	if ok, _ := f.store.SetIfDigest(bg, "k", Digest([]byte("v2")), []byte("v3"), time.Minute); ok {
+	if ok, _ := f.store.SetIfDigest(bg, "k", Digest([]byte("v2")), 0, []byte("v3"), time.Minute); ok {
 		t.Fatal("SetIfDigest brought a deleted key back")
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 )
 
 // unlockScript deletes the lock only while it still holds the caller's
@@ -65,47 +63,4 @@ func (s *Store) Unlock(ctx context.Context, lockKey, token string) (bool, error)
 		return false, fail("unlock", err)
 	}
 	return n == 1, nil
-}
-
-// LockOrWait takes lockKey for ttl (TryLock with a fresh token, sent
-// through run, the caller's reliability stack: a retry finds its own
-// token) or, when another holds it, calls waiting once and polls probe
-// with a backoff (5 ms doubling to 100 ms) until probe reports the
-// holder's result (found), ctx ends, or the lock would have expired by
-// now. unlock releases a lock it took, through run, within attempt
-// whatever ctx says (the lock expires anyway); otherwise, and on an error
-// taking it, unlock does nothing.
-func (s *Store) LockOrWait(ctx context.Context, lockKey string, ttl, attempt time.Duration, now func() time.Time,
-	run func(ctx context.Context, op string, fn func(context.Context) error) error, waiting func(), probe func() bool) (unlock func(), found bool, err error) {
-	token, noop := NewToken(), func() {}
-	var ok bool
-	err = run(ctx, "lock", func(ctx context.Context) error {
-		var err error
-		ok, err = s.TryLock(ctx, lockKey, token, ttl)
-		return err
-	})
-	if err != nil {
-		return noop, false, err
-	}
-	if ok {
-		return func() {
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attempt)
-			defer cancel()
-			_ = run(uctx, "unlock", func(ctx context.Context) error {
-				_, err := s.Unlock(ctx, lockKey, token)
-				return err
-			})
-		}, false, nil
-	}
-	waiting()
-	deadline := now().Add(ttl)
-	for wait := 5 * time.Millisecond; now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
-		if !ctxwait.Sleep(ctx, wait) {
-			return noop, false, nil
-		}
-		if probe() {
-			return noop, true, nil
-		}
-	}
-	return noop, false, nil
 }

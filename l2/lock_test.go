@@ -1,7 +1,6 @@
 package l2
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -111,30 +110,4 @@ func TestLockOnNonStringKeyIsBackendError(t *testing.T) {
 		t.Fatalf("Unlock on a list = %v, want *BackendError", err)
 	}
 	noKeyIn(t, err, "lock:list")
-}
-
-// TestLockOrWait: the first caller takes the lock and its unlock releases
-// it; a second caller waits (waiting once) and returns found as soon as
-// probe does, or not found once the lock would have expired.
-func TestLockOrWait(t *testing.T) {
-	s := setup(t).store
-	run := func(ctx context.Context, _ string, fn func(context.Context) error) error { return fn(ctx) }
-	unlock, found, err := s.LockOrWait(bg, "lock:w", time.Minute, time.Second, time.Now, run, func() { t.Error("the taker waited") }, nil)
-	if found || err != nil {
-		t.Fatalf("taking the lock = %v, %v", found, err)
-	}
-	waits, probes := 0, 0
-	_, found, err = s.LockOrWait(bg, "lock:w", time.Minute, time.Second, time.Now, run, func() { waits++ },
-		func() bool { probes++; return probes == 2 })
-	if !found || err != nil || waits != 1 || probes != 2 {
-		t.Fatalf("waiting for the holder = %v, %v (%d waits, %d probes)", found, err, waits, probes)
-	}
-	_, found, _ = s.LockOrWait(bg, "lock:w", 30*time.Millisecond, time.Second, time.Now, run, func() {}, func() bool { return false })
-	if found {
-		t.Fatal("found without a value")
-	}
-	unlock()
-	if ok, err := s.TryLock(bg, "lock:w", "other", time.Minute); !ok || err != nil {
-		t.Fatalf("TryLock after unlock = %v, %v", ok, err)
-	}
 }

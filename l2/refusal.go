@@ -63,3 +63,12 @@ func classify(err error) error {
 // IsRefusal reports whether err matches ErrRefused: Redis refused a
 // command rather than failed to answer.
 func IsRefusal(err error) bool { return errors.Is(err, ErrRefused) }
+
+// Declined reports whether err is Redis declining to run a command it
+// would run for another user or at another time: a refusal (IsRefusal) or
+// an OOM reply (over maxmemory with noeviction, which refuses a script as
+// a writer before it runs).
+func Declined(err error) bool {
+	var re redis.Error
+	return IsRefusal(err) || refusedReply(err) || errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM")
+}

@@ -273,21 +273,58 @@ func evalCmd(ctx context.Context, name, body string, keys []string, args []any) 
 	return redis.NewCmd(ctx, append(a, args...)...)
 }
 
-// script runs a one-key script through send (EVALSHA, then EVAL if the
-// server lacks it) and returns its command, or send's error.
+// script runs a one-key script through send (EVALSHA) and returns its
+// command, or send's error. A server without the script (a restart, SCRIPT
+// FLUSH) answers NOSCRIPT, which runs nothing: the script is then loaded
+// (SCRIPT LOAD, on the key's node) and EVALSHA sent again. A large call
+// loads the script first, so that its value crosses the network once even
+// on a server that lost its scripts: its caller's transfer allowance is
+// for one send.
 func (s *Store) script(ctx context.Context, large bool, sc *redis.Script, key string, args ...any) (*redis.Cmd, error) {
 	keys := []string{key}
+	if large {
+		if err := s.loadScript(ctx, large, sc, key); err != nil {
+			return nil, err
+		}
+	}
 	cmd := sc.EvalSha(ctx, scriptCmd{}, keys, args...)
 	if err := s.send(ctx, large, cmd); err != nil {
 		return nil, err
 	}
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = sc.Eval(ctx, scriptCmd{}, keys, args...)
+		if err := s.loadScript(ctx, large, sc, key); err != nil {
+			return nil, err
+		}
+		cmd = sc.EvalSha(ctx, scriptCmd{}, keys, args...)
 		if err := s.send(ctx, large, cmd); err != nil {
 			return nil, err
 		}
 	}
 	return cmd, nil
+}
+
+// loadScript loads sc on the node that serves key (SCRIPT LOAD): through
+// send on one server, on the key's master of a cluster.
+func (s *Store) loadScript(ctx context.Context, large bool, sc *redis.Script, key string) error {
+	if s.cluster != nil {
+		node, err := s.cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		return sc.Load(ctx, node).Err()
+	}
+	cmd := sc.Load(ctx, scriptLoader{})
+	if err := s.send(ctx, large, cmd); err != nil {
+		return err
+	}
+	return cmd.Err()
+}
+
+// scriptLoader builds SCRIPT LOAD without sending it.
+type scriptLoader struct{ redis.Scripter }
+
+func (scriptLoader) ScriptLoad(ctx context.Context, src string) *redis.StringCmd {
+	return redis.NewStringCmd(ctx, "script", "load", src)
 }
 
 // large reports whether n bytes of value are too many for the stream.

@@ -130,7 +130,7 @@ func TestStreamCarriesSingleKeyCommands(t *testing.T) {
 	must(err)
 	_, err = s.Fill(ctx, "l", lease, []byte("v"), time.Minute)
 	must(err)
-	_, err = s.SetIfDigest(ctx, "l", Digest([]byte("v")), []byte("w"), time.Minute)
+	_, err = s.SetIfDigest(ctx, "l", Digest([]byte("v")), 0, []byte("w"), time.Minute)
 	must(err)
 	_, err = s.TryLock(ctx, "lock", "t", time.Minute)
 	must(err)

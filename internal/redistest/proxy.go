@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"sync"
@@ -31,6 +32,14 @@ type Proxy struct {
 	// a request takes on (DelayNext); slowDial holds each new connection
 	// that long before it reaches the target (SlowDial).
 	delayNext, slowDial atomic.Int64
+	// delayWhen is DelayWhen's pending delay and the bytes that start it.
+	delayWhen atomic.Pointer[delayMatch]
+}
+
+// delayMatch is a delay DelayWhen arms.
+type delayMatch struct {
+	d     time.Duration
+	match []byte
 }
 
 // proxyMode is what a Proxy does with the bytes it carries.
@@ -168,6 +177,13 @@ func (p *Proxy) Delay(d time.Duration) {
 // DelayNext makes the next connection that carries a request chunk, and
 // only it, delay its requests by d from that chunk on, as Delay does.
 func (p *Proxy) DelayNext(d time.Duration) { p.delayNext.Store(int64(d)) }
+
+// DelayWhen makes the first connection that carries a request chunk
+// containing match delay its requests by d from that chunk on, as Delay
+// does; other connections pass.
+func (p *Proxy) DelayWhen(d time.Duration, match []byte) {
+	p.delayWhen.Store(&delayMatch{d: d, match: append([]byte(nil), match...)})
+}
 
 // SlowDial makes every connection accepted from now on wait d before the
 // proxy connects it to the target (its requests wait with it): a slow
@@ -313,6 +329,10 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 		if n > 0 && !toClient && pc.delay.Load() == 0 {
 			if d := pc.p.delayNext.Swap(0); d > 0 {
 				pc.delay.Store(d)
+			}
+			if dm := pc.p.delayWhen.Load(); dm != nil && bytes.Contains(buf[:n], dm.match) &&
+				pc.p.delayWhen.CompareAndSwap(dm, nil) {
+				pc.delay.Store(int64(dm.d))
 			}
 		}
 		if n > 0 {
