@@ -89,6 +89,11 @@ func TestDecodeBoundsRejectVectors(t *testing.T) {
 	}
 }
 
+// TestDecodeBoundsAcceptVectors: every decode-bounds.json accept vector
+// (IOP-34) passes the structural guard at the default bounds, at the
+// protocol's floor of 32 levels and at a size limit of exactly its length,
+// decodes, and re-encodes to the same bytes; one level less than a deeper
+// vector's depth rejects it with the depth error.
 func TestDecodeBoundsAcceptVectors(t *testing.T) {
 	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "accept_vectors")
 	for _, row := range rows {
@@ -107,7 +112,7 @@ func TestDecodeBoundsAcceptVectors(t *testing.T) {
 			if err != nil || !bytes.Equal(again, in) {
 				t.Fatalf("re-encoded %x, %v", again, err)
 			}
-			if row.NestingDepth > 1 {
+			if row.NestingDepth > minDepthFloor {
 				if err := CheckMsgpack(in, DecodeLimits{MaxDepth: row.NestingDepth - 1}); err != errTooNested {
 					t.Fatalf("depth bound %d: %v, want the depth error", row.NestingDepth-1, err)
 				}
@@ -202,6 +207,50 @@ func iopNested(unit string, count int, leaf string) []byte {
 	return []byte(strings.Repeat(unit, count) + leaf)
 }
 
+// TestDepthFloorIsRaised: a caller's MaxDepth of 1 to 31 is raised to the
+// protocol's floor of 32 (IOP-25), so a document 32 levels deep (both
+// depth-32 accept vectors of decode-bounds.json, and arrays and maps built
+// here) passes at every such setting and 33 levels do not.
+func TestDepthFloorIsRaised(t *testing.T) {
+	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "accept_vectors")
+	at32 := 0
+	for _, row := range rows {
+		if row.NestingDepth != minDepthFloor {
+			continue
+		}
+		at32++
+		t.Run(row.Name, func(t *testing.T) {
+			in := row.input(t)
+			for depth := 1; depth <= minDepthFloor; depth++ {
+				if err := CheckMsgpack(in, DecodeLimits{MaxDepth: depth}); err != nil {
+					t.Fatalf("MaxDepth %d: %v, want the floor of 32 to accept it", depth, err)
+				}
+				if _, err := DecodeMsgpack(in, DecodeLimits{MaxDepth: depth}); err != nil {
+					t.Fatalf("DecodeMsgpack at MaxDepth %d: %v", depth, err)
+				}
+			}
+		})
+	}
+	if at32 == 0 {
+		t.Fatal("decode-bounds.json has no depth-32 accept vector")
+	}
+	for _, unit := range []string{"\x91", "\x81\xa0"} {
+		for depth := 1; depth < minDepthFloor; depth++ {
+			lim := DecodeLimits{MaxDepth: depth}
+			if err := CheckMsgpack(iopNested(unit, minDepthFloor, "\xc0"), lim); err != nil {
+				t.Fatalf("%x x 32 at MaxDepth %d: %v", unit, depth, err)
+			}
+			if err := CheckMsgpack(iopNested(unit, minDepthFloor+1, "\xc0"), lim); err != errTooNested {
+				t.Fatalf("%x x 33 at MaxDepth %d: %v, want the depth error", unit, depth, err)
+			}
+		}
+	}
+}
+
+// TestDepthLimits: the default bound is the protocol's ceiling of 1024
+// levels (IOP-26): 1024 levels of arrays or maps, empty ones counting,
+// pass; 1025 fail at every setting above the ceiling too; a bound of 32
+// takes exactly 32.
 func TestDepthLimits(t *testing.T) {
 	for _, unit := range []string{"\x91", "\x81\xa0", "\xdc\x00\x01", "\xde\x00\x01\xa0"} {
 		for _, leaf := range []string{"\xc0", "\x90", "\x80"} {
