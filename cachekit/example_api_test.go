@@ -86,8 +86,10 @@ func ExampleClient_SetIfAbsent() {
 	// Output: true false worker-a
 }
 
-// AutoKey derives the key every CacheKit SDK's decorator derives for a
-// call: here, caching a function's results by its arguments.
+// AutoKey derives the protocol's auto-mode key for a call (the key
+// cachekit-py's decorator derives with the same settings): here, caching a
+// function's results by its arguments. Auto-mode keys are SDK-internal;
+// values shared across SDKs use interop keys.
 func ExampleAutoKey() {
 	key, err := cachekit.AutoKey("billing", "example.com/billing.InvoiceTotal", int64(42), "EUR")
 	fmt.Println(key, err)

@@ -95,6 +95,8 @@ func entryReason(ee *cachekit.EntryError) string {
 		return where + ": " + authFailedMsg
 	case errors.Is(ee, protocol.ErrPythonFrame):
 		return where + ": written by the Python SDK in auto mode (CK frame); only cachekit-py reads it"
+	case errors.Is(ee, protocol.ErrForeignContainer):
+		return where + ": a ByteStorage envelope, which a --no-compression reader refuses (written with compression on, or another SDK's container)"
 	case errors.Is(ee, protocol.ErrChecksum):
 		return where + ": envelope checksum mismatch (corrupted or tampered)"
 	case errors.As(ee, new(*encryption.LengthError)):

@@ -101,8 +101,9 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 		if err := inspectEnvelope(r, op.Container, op.Payload != nil, openErr); err != nil {
 			return err
 		}
-	} else if _, perr := protocol.ParseEnvelope(op.Container); perr == nil {
-		r.line("note", "the value is itself a ByteStorage envelope: written with compression on? (drop --no-compression)")
+	} else if errors.Is(openErr, protocol.ErrForeignContainer) {
+		r.line("value", "a ByteStorage envelope, which a --no-compression reader refuses")
+		return integrityErrorf("the value is a ByteStorage envelope: written with compression on, or another SDK's container (drop --no-compression)")
 	}
 	if openErr != nil {
 		if op.Payload == nil { // not a step of this report: pass the client's verdict on
