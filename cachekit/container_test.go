@@ -81,8 +81,8 @@ func TestDecryptedContainerVectorsThroughClient(t *testing.T) {
 				// Anything but the inner value passes the row; this reader
 				// refuses the envelope as another SDK's container (WIRE-21)
 				// rather than return its four fields as a value.
-				if !errors.Is(err, protocol.ErrForeignContainer) {
-					t.Fatalf("got %#v, %v; want the envelope refused as a foreign container", got, err)
+				if !errors.Is(err, protocol.ErrForeignContainer) || !errors.Is(err, ErrNotFound) {
+					t.Fatalf("got %#v, %v; want the envelope refused as a foreign container, read as a miss", got, err)
 				}
 			default:
 				t.Fatalf("unknown outcome %q", r.Outcome)

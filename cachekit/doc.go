@@ -38,7 +38,10 @@
 //     Invalidation.FallbackL1Lifetime. docs/production.md states the model.
 //   - An entry that fails to authenticate or parse is never returned as a
 //     value: from L1 it is evicted and the read falls back to Redis; from
-//     Redis it is an *EntryError wrapping ErrAuthFailed or a *FormatError.
+//     Redis it is a miss, an *EntryError that matches ErrNotFound and wraps
+//     ErrAuthFailed or a *FormatError (the structural guard's own error for
+//     a payload the decode bounds refuse), counted in Stats and never
+//     degraded by FailOpen; GetOrLoad loads a replacement.
 //   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
 //     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
 //   - Logs never contain key material, values, raw cache keys or the text

@@ -60,11 +60,14 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.As(err, &xe):
 		code, msg = xe.code, xe.msg
-	case errors.Is(err, cachekit.ErrNotFound):
-		code, msg = exitNotFound, "not found"
 	case errors.As(err, &ee):
+		// Before ErrNotFound, which an entry that cannot be opened also
+		// matches (a miss to an application): to an operator it is an
+		// entry that exists and does not open.
 		code = exitIntegrity
 		msg = entryReason(ee)
+	case errors.Is(err, cachekit.ErrNotFound):
+		code, msg = exitNotFound, "not found"
 	case errors.Is(err, cachekit.ErrAuthFailed):
 		code, msg = exitIntegrity, authFailedMsg
 	case errors.Is(err, cachekit.ErrWrongType):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
@@ -77,16 +78,19 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 		}
 		return inspectPythonFrame(r, m, stored)
 	}
-	if !g.secure && !looksPlain(g, stored) && len(stored) >= encryption.Overhead {
-		r.line("encryption", "looks encrypted (neither %s nor msgpack)", containerName(g))
-		printNonce(r, stored, "unauthenticated")
-		return integrityErrorf("entry looks encrypted; pass --secure with $%s (and --tenant) to open it", envMasterKey)
-	}
 	// The client's own open, as get runs it; what it found at each step is
 	// reported below.
 	op, openErr := c.Raw().Open(ctx, key, stored)
 	defer clear(op.Container)
 	defer clear(op.Payload)
+	if !g.secure && !looksPlain(g, stored) && len(stored) >= encryption.Overhead {
+		r.line("encryption", "looks encrypted (neither %s nor msgpack)", containerName(g))
+		printNonce(r, stored, "unauthenticated")
+		// The reader's own refusal too: for a plaintext entry the decode
+		// bounds refuse, the structural guard's.
+		return integrityErrorf("entry does not open as plaintext (%s) and looks encrypted; pass --secure with $%s (and --tenant) to open it",
+			strings.TrimPrefix(fmt.Sprint(openErr), "protocol: "), envMasterKey)
+	}
 	if g.secure {
 		if err := inspectDecrypt(ctx, r, g, e.getenv, key, stored, op, openErr); err != nil {
 			return err
