@@ -105,5 +105,13 @@
 // Auto mode (the default) stores this SDK's own container, readable by any
 // cachekit-go client with the same options. Interop mode (Options.Interop)
 // uses the protocol's cross-SDK keys and canonical msgpack values, readable
-// by every CacheKit SDK in interop mode.
+// by every CacheKit SDK in interop mode. Temporal values travel as the
+// protocol's sentinel maps, written and revived both ways: a time.Time as
+// {"__datetime__": ...}, a protocol.Date (Python's date) as
+// {"__date__": ...}, a protocol.TimeOfDay (Python's time) as
+// {"__time__": ...}; read into any, a map or a struct, a sentinel becomes
+// that Go type, never a map. Auto mode writes time.Time as msgpack's
+// timestamp extension and revives no sentinel: its container is this
+// SDK's own (no other SDK's auto-mode entry is ever decoded), so a map
+// shaped like a sentinel there is a map a Go caller stored.
 package cachekit
