@@ -324,3 +324,49 @@ func damage(t *testing.T, rdb redis.UniversalClient, key string) {
 	}
 	t.Fatal("wire-format.json has no reject_checksum_mismatch row")
 }
+
+// TestAcceptVectorsThroughEveryReadPath: every decode-bounds.json accept
+// vector (two documents 32 levels deep, the protocol's floor, and an
+// array16 of 256 nils backed byte for byte), planted in Redis as each Go
+// reader stores an entry, reads through Get and MGet as the document it is
+// (IOP-34, IOP-25): the Client's bounds refuse none of them.
+func TestAcceptVectorsThroughEveryReadPath(t *testing.T) {
+	t.Parallel()
+	_, rdb := withRedis(t)
+	payloads := vectors.DecodeBounds(t, "accept_vectors")
+	for _, conf := range readerConfs {
+		opts := conf.opts
+		opts.Redis = rdb
+		c := newClient(t, opts)
+		for _, p := range payloads {
+			t.Run(conf.name+"/"+p.Name, func(t *testing.T) {
+				want, err := protocol.DecodeMsgpack(p.Bytes, protocol.DefaultDecodeLimits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key, err := InteropKey("conformance", "accept", conf.name, p.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				plant(t, rdb, key, storedFor(t, opts, key, p.Bytes))
+				var v any
+				if err := c.Get(bg, key, &v); err != nil || !equalDoc(v, want) {
+					t.Fatalf("Get = %#v, %v; want the document", v, err)
+				}
+				m, err := MGet[any](bg, c, []string{key})
+				if err != nil || !equalDoc(m[key], want) {
+					t.Fatalf("MGet = %#v, %v", m, err)
+				}
+			})
+		}
+	}
+}
+
+// equalDoc compares a document read through the Client with the protocol
+// decoder's by their canonical encodings (integers may come back as other
+// Go integer types in auto mode).
+func equalDoc(got, want any) bool {
+	a, err1 := protocol.AppendCanonicalValue(nil, got)
+	b, err2 := protocol.AppendCanonicalValue(nil, want)
+	return err1 == nil && err2 == nil && string(a) == string(b)
+}

@@ -286,3 +286,70 @@ func TestChecksumlessContainerDocumented(t *testing.T) {
 		t.Fatal("docs/presets.md does not document the checksum-less container")
 	}
 }
+
+// TestPresetSurface: the package's presets are exactly minimal, production
+// and secure (Preset constants and the exported functions that return
+// Options), so the encrypted preset has one name, secure, and no
+// `encrypted` alias (PRE-15); each preset's doc comment says what happens
+// when Redis is unreachable (PRE-14); and the documentation recommends a
+// master key of exactly 32 bytes, the only length every SDK accepts
+// (PRE-24).
+func TestPresetSurface(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "options.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	presets := map[string]string{}
+	for _, decl := range f.Decls {
+		fd, ok := decl.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.Results == nil {
+			continue
+		}
+		if id, ok := fd.Type.Results.List[0].Type.(*ast.Ident); ok && id.Name == "Options" {
+			presets[fd.Name.Name] = fd.Doc.Text()
+		}
+	}
+	if len(presets) != 3 || presets["Minimal"] == "" || presets["Production"] == "" || presets["Secure"] == "" {
+		t.Fatalf("preset constructors %v, want exactly Minimal, Production and Secure", presets)
+	}
+	for name, doc := range presets {
+		if !strings.Contains(doc, "unreachable Redis") && !strings.Contains(doc, "Redis is unreachable") {
+			t.Errorf("%s's doc does not say what happens when Redis is unreachable", name)
+		}
+	}
+	for _, p := range []Preset{PresetCustom, PresetMinimal, PresetProduction, PresetSecure} {
+		if p != "" && p != "minimal" && p != "production" && p != "secure" {
+			t.Errorf("preset name %q", p)
+		}
+	}
+	for _, doc := range []string{"../README.md", "../encryption/doc.go", "../docs/presets.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte("exactly 32 bytes")) && !bytes.Contains(b, []byte("exactly **32 bytes")) {
+			t.Errorf("%s does not recommend a master key of exactly 32 bytes", doc)
+		}
+	}
+}
+
+// TestExplicitOptionBeatsPreset: a field set on a preset's Options wins
+// over the preset's default (PRE-48): Production with DefaultTTL 42 s
+// stores entries for 42 s, and with L1MaxBytes 0 runs without L1.
+func TestExplicitOptionBeatsPreset(t *testing.T) {
+	t.Parallel()
+	_, rdb := withRedis(t)
+	o := Production()
+	o.Redis, o.SWR, o.Invalidation = rdb, nil, nil
+	o.DefaultTTL, o.L1MaxBytes = 42*time.Second, 0
+	c := newClient(t, o)
+	mustSet(t, c, "k", "v")
+	if ttl := rdb.PTTL(bg, "k").Val(); ttl <= 41*time.Second || ttl > 42*time.Second {
+		t.Fatalf("stored for %v, want the explicit 42 s", ttl)
+	}
+	if c.l1 != nil {
+		t.Fatal("L1 is on although L1MaxBytes was set to 0")
+	}
+}
