@@ -198,6 +198,8 @@ func wantSeen(t *testing.T, what string, errs []error, guard error) {
 // and an MGet return (IOP-24) is the envelope reader's own error for the
 // row (the same sentinel and reason protocol.OpenEnvelopeMax gives at the
 // Client's MaxValueBytes), never a value.
+// The Retrieve Flow's checks run in order on the Client's own read path
+// (WIRE-5).
 func TestEnvelopeRejectVectorsThroughClient(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)

@@ -17,6 +17,7 @@ import (
 // from the bytes (ENC-2), and a mismatch hard-fails (ENC-3): an error, and
 // for the plain reader the envelope refused as another SDK's container
 // (WIRE-21), never unwrapped to its inner value.
+// The interop rows' trailing bytes are refused (IOP-19).
 func TestDecryptedContainerVectorsThroughClient(t *testing.T) {
 	t.Parallel()
 	type row struct {

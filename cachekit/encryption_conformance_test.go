@@ -21,6 +21,7 @@ import (
 // carries no plaintext, opens with the keyring under the AAD of tenant,
 // full key, "msgpack" and the container's compressed flag (ENC-10), and L1
 // holds exactly those sealed bytes, never the value (PRE-10, PRE-11).
+// Each entry is sealed under the registry token msgpack (ENC-5).
 func TestEveryWritePathSeals(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
@@ -113,6 +114,7 @@ func TestEveryWritePathSeals(t *testing.T) {
 // ErrConfig (PRE-23) and no echo of the key; each raw reject row is refused
 // by the raw-bytes entry point, encryption.Config.MasterKey, which takes
 // exactly 32 bytes and reads the accept rows (PRE-26).
+// Secure("") falls back to CACHEKIT_MASTER_KEY (PRE-19).
 func TestMasterKeyInputVectorsThroughSecure(t *testing.T) {
 	// Not parallel: t.Setenv.
 	_, rdb := withRedis(t)

@@ -99,6 +99,7 @@ func ExampleAutoKey() {
 // Secure takes the master key from the environment (CACHEKIT_MASTER_KEY,
 // and CACHEKIT_PREVIOUS_MASTER_KEYS during a rotation) and refuses to run
 // without one: it never falls back to plaintext.
+// It shows PRE-20, PRE-21 and PRE-50.
 func ExampleSecure() {
 	os.Unsetenv(cachekit.MasterKeyEnv)
 	_, err := cachekit.Secure("")

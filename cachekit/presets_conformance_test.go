@@ -90,6 +90,7 @@ func libraryEnvReads(t *testing.T) (reads []string, other []string) {
 // changes encryption activation (PRE-53, PRE-35: Secure("") is the
 // from-environment companion), and there is no process-wide default-TTL
 // override in the environment (PRE-3).
+// Encryption is thus activated only by explicit intent (PRE-30).
 func TestLibraryReadsOnlyKeyVariables(t *testing.T) {
 	t.Parallel()
 	reads, other := libraryEnvReads(t)
@@ -187,6 +188,8 @@ func TestNoProcessWideDefaultTTL(t *testing.T) {
 // Secure with a key argument seals under that key, not the variable's, and
 // Secure("") (the companion that takes the key from the environment, PRE-19)
 // seals under the variable's.
+// Only explicit intent activates encryption (PRE-30), and the companion
+// reads no activation variable (PRE-53).
 func TestMasterKeyEnvActivatesNoPreset(t *testing.T) {
 	// Not parallel: t.Setenv.
 	envHex, argHex := strings.Repeat("e1", 32), strings.Repeat("a2", 32)
@@ -338,6 +341,7 @@ func TestPresetSurface(t *testing.T) {
 // TestExplicitOptionBeatsPreset: a field set on a preset's Options wins
 // over the preset's default (PRE-48): Production with DefaultTTL 42 s
 // stores entries for 42 s, and with L1MaxBytes 0 runs without L1.
+// An explicit TTL wins over the preset's default (PRE-2).
 func TestExplicitOptionBeatsPreset(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)

@@ -60,6 +60,9 @@ func TestTamperedEntryInRedisFailsAuthentication(t *testing.T) {
 	}
 }
 
+// TestCiphertextMovedToAnotherKeyFails: a sealed entry copied to another key
+// fails authentication there, with the Client's one AAD for that key and no
+// retry under another (ENC-1), and is never admitted to L1.
 func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 	t.Parallel()
 	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig("")})
@@ -83,6 +86,9 @@ func TestCiphertextMovedToAnotherKeyFails(t *testing.T) {
 	}
 }
 
+// TestWrongTenantAndWrongKeyFail: an entry written for one tenant does not
+// open for another, nor under another master key: key derivation and AAD use
+// the one resolved tenant (PRE-28).
 func TestWrongTenantAndWrongKeyFail(t *testing.T) {
 	t.Parallel()
 	w, rdb := redisClient(t, Options{Encryption: encConfig("tenant-a")})

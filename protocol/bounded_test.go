@@ -56,6 +56,13 @@ type iopReaderRow struct {
 
 var iopReasonErr = map[string]error{"depth": errTooNested, "overclaim": errOverclaim, "incomplete": errIncomplete}
 
+// TestDecodeBoundsRejectVectors: every decode-bounds.json reject vector
+// (IOP-33) is refused by the structural guard with the error its reject
+// reason names, before anything is materialised (no allocation at all), by
+// CheckMsgpack and DecodeMsgpack alike, also at the floor of 32 levels:
+// depth beyond 1024 (IOP-26), declared slots beyond the input (IOP-27,
+// IOP-28), summed in 64 bits (IOP-30), an incomplete document (IOP-29),
+// never a crash (IOP-24).
 func TestDecodeBoundsRejectVectors(t *testing.T) {
 	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "reject_vectors")
 	for _, row := range rows {
@@ -121,6 +128,9 @@ func TestDecodeBoundsAcceptVectors(t *testing.T) {
 	}
 }
 
+// TestInteropReaderAcceptVectors: every document interop-mode.json says a
+// reader must accept (padded widths, unsorted keys, float32, a non-string
+// key, an ext) passes the guard and decodes to its value (IOP-18, IOP-35).
 func TestInteropReaderAcceptVectors(t *testing.T) {
 	rows := vectors.Group[struct {
 		Name       string          `json:"name"`
@@ -156,6 +166,9 @@ func TestInteropReaderAcceptVectors(t *testing.T) {
 	}
 }
 
+// TestInteropReaderRejectVectors: a complete document followed by one
+// trailing byte is refused as malformed, not read as the document (IOP-19,
+// IOP-35).
 func TestInteropReaderRejectVectors(t *testing.T) {
 	rows := vectors.Group[struct {
 		Name       string `json:"name"`
@@ -299,6 +312,10 @@ func TestMillionNestedArraysRejectedCleanly(t *testing.T) {
 	}
 }
 
+// TestHugeDeclaredLengthsAllocateNothing: headers declaring up to 4 GiB of
+// elements or bytes from a few input bytes are refused as overclaims (the
+// declared slots exceed the input, IOP-27) before anything is materialised:
+// 100 rejections allocate under 64 KiB (IOP-28).
 func TestHugeDeclaredLengthsAllocateNothing(t *testing.T) {
 	inputs := []string{"ddffffffff", "dfffffffff", "c6ffffffff41", "dbffffffff41", "c9ffffffff0541", "df80000000",
 		"dc ffff", "de ffff c0", "91 ddffffffff", "ddffffffffdd00000001", "c7ff05", "c8ffff05"}
