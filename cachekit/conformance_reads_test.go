@@ -342,7 +342,7 @@ func TestAcceptVectorsThroughEveryReadPath(t *testing.T) {
 		c := newClient(t, opts)
 		for _, p := range payloads {
 			t.Run(conf.name+"/"+p.Name, func(t *testing.T) {
-				want, err := protocol.DecodeMsgpack(p.Bytes, protocol.DefaultDecodeLimits)
+				want, err := protocol.DecodeMsgpack(p.Input, protocol.DefaultDecodeLimits)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -350,7 +350,7 @@ func TestAcceptVectorsThroughEveryReadPath(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				plant(t, rdb, key, storedFor(t, opts, key, p.Bytes))
+				plant(t, rdb, key, storedFor(t, opts, key, p.Input))
 				var v any
 				if err := c.Get(bg, key, &v); err != nil || !equalDoc(v, want) {
 					t.Fatalf("Get = %#v, %v; want the document", v, err)

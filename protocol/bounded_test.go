@@ -15,38 +15,17 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
-type iopBoundsRow struct {
-	Name         string `json:"name"`
-	Construction struct {
-		RepeatHex string `json:"repeat_hex"`
-		Count     int    `json:"count"`
-		SuffixHex string `json:"suffix_hex"`
-	} `json:"construction"`
-	InputHex      string   `json:"input_hex"`
-	InputLen      int      `json:"input_len"`
-	NestingDepth  int      `json:"nesting_depth"`
-	DeclaredSlots uint64   `json:"declared_slots"`
-	RejectReasons []string `json:"reject_reasons"`
-}
-
-// input builds the row's bytes from its construction and checks them
-// against the pinned hex and length.
-func (r iopBoundsRow) input(t testing.TB) []byte {
+// iopBoundsInput returns the row's input (built and checked against its
+// hex and length by vectors.DecodeBounds) after checking the vector's own
+// slot and depth counts with an independent walk, so a misread vector
+// cannot pass for a decoder bug or success.
+func iopBoundsInput(t testing.TB, r vectors.BoundsRow) []byte {
 	t.Helper()
-	b := append(bytes.Repeat(vectors.Hex(t, r.Construction.RepeatHex), r.Construction.Count), vectors.Hex(t, r.Construction.SuffixHex)...)
-	if r.InputHex != "" && !bytes.Equal(b, vectors.Hex(t, r.InputHex)) {
-		t.Fatalf("construction disagrees with input_hex")
-	}
-	if len(b) != r.InputLen {
-		t.Fatalf("input is %d bytes, vector says %d", len(b), r.InputLen)
-	}
-	// The vector's own slot and depth counts, checked with an independent
-	// walk, so a misread vector cannot pass for a decoder bug or success.
-	ref, _ := iopRefWalk(b)
+	ref, _ := iopRefWalk(r.Input)
 	if ref.slots != r.DeclaredSlots || ref.depth != r.NestingDepth {
 		t.Fatalf("reference walk: slots %d depth %d, vector says %d and %d", ref.slots, ref.depth, r.DeclaredSlots, r.NestingDepth)
 	}
-	return b
+	return r.Input
 }
 
 type iopReaderRow struct {
@@ -64,10 +43,10 @@ var iopReasonErr = map[string]error{"depth": errTooNested, "overclaim": errOverc
 // IOP-28), summed in 64 bits (IOP-30), an incomplete document (IOP-29),
 // never a crash (IOP-24).
 func TestDecodeBoundsRejectVectors(t *testing.T) {
-	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "reject_vectors")
+	rows := vectors.DecodeBounds(t, "reject_vectors")
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
-			in := row.input(t)
+			in := iopBoundsInput(t, row)
 			err := CheckMsgpack(in, DecodeLimits{})
 			ok := false
 			for _, reason := range row.RejectReasons {
@@ -102,10 +81,10 @@ func TestDecodeBoundsRejectVectors(t *testing.T) {
 // decodes, and re-encodes to the same bytes; one level less than a deeper
 // vector's depth rejects it with the depth error.
 func TestDecodeBoundsAcceptVectors(t *testing.T) {
-	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "accept_vectors")
+	rows := vectors.DecodeBounds(t, "accept_vectors")
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
-			in := row.input(t)
+			in := iopBoundsInput(t, row)
 			for _, lim := range []DecodeLimits{{}, DefaultDecodeLimits, {MaxDepth: minDepthFloor}, {MaxBytes: len(in)}} {
 				if err := CheckMsgpack(in, lim); err != nil {
 					t.Fatalf("CheckMsgpack(%+v): %v", lim, err)
@@ -225,7 +204,7 @@ func iopNested(unit string, count int, leaf string) []byte {
 // depth-32 accept vectors of decode-bounds.json, and arrays and maps built
 // here) passes at every such setting and 33 levels do not.
 func TestDepthFloorIsRaised(t *testing.T) {
-	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "accept_vectors")
+	rows := vectors.DecodeBounds(t, "accept_vectors")
 	at32 := 0
 	for _, row := range rows {
 		if row.NestingDepth != minDepthFloor {
@@ -233,7 +212,7 @@ func TestDepthFloorIsRaised(t *testing.T) {
 		}
 		at32++
 		t.Run(row.Name, func(t *testing.T) {
-			in := row.input(t)
+			in := iopBoundsInput(t, row)
 			for depth := 1; depth <= minDepthFloor; depth++ {
 				if err := CheckMsgpack(in, DecodeLimits{MaxDepth: depth}); err != nil {
 					t.Fatalf("MaxDepth %d: %v, want the floor of 32 to accept it", depth, err)

@@ -65,18 +65,7 @@ func (d Date) MarshalMsgpack() ([]byte, error) { return appendDateSentinel(nil, 
 
 // UnmarshalMsgpack reads a date sentinel map (any well-formed encoding of
 // it). Anything else is an error wrapping ErrMalformed.
-func (d *Date) UnmarshalMsgpack(b []byte) error {
-	v, err := unmarshalSentinel(b)
-	if err != nil {
-		return err
-	}
-	x, ok := v.(Date)
-	if !ok {
-		return errNotDateSentinel
-	}
-	*d = x
-	return nil
-}
+func (d *Date) UnmarshalMsgpack(b []byte) error { return unmarshalSentinel(b, d, errNotDateSentinel) }
 
 // TimeOfDay is a wall-clock time with no date: the value of the
 // {"__time__": true, "value": "HH:MM:SS[.ffffff][+HH:MM]"} sentinel
@@ -129,16 +118,7 @@ func (t TimeOfDay) MarshalMsgpack() ([]byte, error) { return appendTimeSentinel(
 // UnmarshalMsgpack reads a time sentinel map (any well-formed encoding of
 // it). Anything else is an error wrapping ErrMalformed.
 func (t *TimeOfDay) UnmarshalMsgpack(b []byte) error {
-	v, err := unmarshalSentinel(b)
-	if err != nil {
-		return err
-	}
-	x, ok := v.(TimeOfDay)
-	if !ok {
-		return errNotTimeSentinel
-	}
-	*t = x
-	return nil
+	return unmarshalSentinel(b, t, errNotTimeSentinel)
 }
 
 // The sentinel maps' keys.
@@ -224,22 +204,27 @@ func TemporalSentinel(m map[string]any) (any, bool) {
 	return nil, false
 }
 
-// unmarshalSentinel decodes b, a sentinel map, into the value it stands
-// for.
-func unmarshalSentinel(b []byte) (any, error) {
+// unmarshalSentinel decodes b, a sentinel map, into *dst when it stands
+// for a T; any other document is notT, or the decoder's error.
+func unmarshalSentinel[T Date | TimeOfDay](b []byte, dst *T, notT error) error {
 	v, err := DecodeMsgpack(b, DecodeLimits{MaxDepth: minDepthFloor})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, formatErr("temporal", ErrMalformed, "not a temporal sentinel map")
+		return notT
 	}
 	x, ok := TemporalSentinel(m)
 	if !ok {
-		return nil, formatErr("temporal", ErrMalformed, "not a temporal sentinel map")
+		return notT
 	}
-	return x, nil
+	t, ok := x.(T)
+	if !ok {
+		return notT
+	}
+	*dst = t
+	return nil
 }
 
 // appendPadded writes n in decimal, zero-padded to width digits.
