@@ -26,6 +26,7 @@ func near(d, want time.Duration) bool { return d <= want && d > want-2*time.Seco
 
 // TestGetOrLoadDefaultAndOverrideTTL: GetOrLoad stores for DefaultTTL,
 // GetOrLoadTTL for its ttl, and a loader's OverrideTTL wins over both.
+// An explicit TTL wins over the preset default (PRE-2, PRE-48).
 func TestGetOrLoadDefaultAndOverrideTTL(t *testing.T) {
 	t.Parallel()
 	for name, c := range apiModes(t) {

@@ -20,10 +20,12 @@ import (
 // all L1 misses are fetched from Redis in one round trip (one pipeline: an
 // MGET with an EXISTS of the same keys, or a PTTL per key with L1 on; per
 // slot on a cluster). A second round trip is sent only when some keys hold
-// another Redis type, which MGET reads as missing. Entries that fail to open, and
-// keys that hold another Redis type (matching ErrWrongType, as Get reports
-// them), are left out and reported together in the returned error
-// (errors.Join of *EntryError); the other values are still returned.
+// another Redis type, which MGET reads as missing. Entries that fail to
+// open (misses, as Get reads them: each an Unopenable *EntryError matching
+// ErrNotFound), entries that do not decode as T and keys that hold another
+// Redis type (matching ErrWrongType, as Get reports them) are left out and
+// reported together in the returned error (errors.Join of *EntryError);
+// the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGet, "", len(keys))
 	out, r, err := mgetAs[T](ctx, c, c.names.Locals(keys))

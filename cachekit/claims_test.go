@@ -1,9 +1,7 @@
 package cachekit
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,30 +17,7 @@ func TestClaimsTableNamesRealTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defined := map[string]bool{}
-	funcRE := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Example)\w*)\(`)
-	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != ".." {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range funcRE.FindAllSubmatch(b, -1) {
-			defined[string(m[1])] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defined := testDocs(t) // conformance_test.go: every test of the module, by name
 	rowRE := regexp.MustCompile(`^\| ([RP]\d+) \|`)
 	rows := 0
 	for _, line := range strings.Split(string(doc), "\n") {
@@ -65,7 +40,7 @@ func TestClaimsTableNamesRealTests(t *testing.T) {
 			t.Errorf("%s names no test (write **no test** to say so)", m[1])
 		}
 		for _, name := range strings.Split(tests, ",") {
-			if name = strings.TrimSpace(name); !defined[name] {
+			if name = strings.TrimSpace(name); defined[name] == nil {
 				t.Errorf("%s names %q, which no _test.go file defines", m[1], name)
 			}
 		}

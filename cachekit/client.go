@@ -74,6 +74,12 @@ type Client struct {
 	flights    flight.Group
 	leaseWaits flight.Waiters
 	stats      observe.Counters
+
+	// openFailedHook, set only by tests before the Client is used, sees
+	// every entry that fails to open with the error below the miss: the
+	// conformance suite asserts the structural guard's own error through
+	// reads (GetOrLoad, MGetOrLoad) that return no error for it.
+	openFailedHook func(Tier, error)
 }
 
 // New builds a Client from opts, which it does not modify. With encryption

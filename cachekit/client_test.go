@@ -118,6 +118,9 @@ func TestL1OnlyMode(t *testing.T) {
 	}
 }
 
+// TestInvalidTTLRejectedBeforeIO: a zero, negative or over-30-day TTL is
+// ErrInvalidTTL before any I/O: no TTL spelling reaches "never expire",
+// which cachekit-go does not offer (PRE-4).
 func TestInvalidTTLRejectedBeforeIO(t *testing.T) {
 	t.Parallel()
 	srv, rdb := withRedis(t)
@@ -211,6 +214,12 @@ func TestCloseReturnsErrClosedAndLeavesInjectedClientOpen(t *testing.T) {
 	}
 }
 
+// TestOptionsValidation: Options that cannot be used fail New with
+// ErrConfig, at construction, never on first use: secure without a key
+// (PRE-20, PRE-21, PRE-50), an option the configuration does not support,
+// such as SWR or invalidation without Redis or a prefix in interop mode
+// (PRE-33, PRE-49), keys of the wrong length; and CACHEKIT_MASTER_KEY alone
+// encrypts nothing.
 func TestOptionsValidation(t *testing.T) {
 	// Not parallel: t.Setenv.
 	bad := map[string]Options{
@@ -255,6 +264,9 @@ func TestOptionsValidation(t *testing.T) {
 // environment (PRE-51): an entry sealed under the previous key still opens
 // after a rotation; a malformed key in either variable is ErrConfig (and
 // the encryption package's error), naming the variable, never the key.
+// With no key argument Secure falls back to CACHEKIT_MASTER_KEY (PRE-19),
+// and it supports previous keys, so it reads CACHEKIT_PREVIOUS_MASTER_KEYS
+// rather than ignore it (PRE-52).
 func TestSecureFromEnvironment(t *testing.T) {
 	// Not parallel: t.Setenv.
 	oldHex, newHex := strings.Repeat("a1", 32), strings.Repeat("b2", 32)

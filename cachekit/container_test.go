@@ -3,18 +3,21 @@ package cachekit
 import (
 	"encoding/hex"
 	"errors"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
-// encryption.json decrypted_container: each plaintext is a container the
-// reader is not configured for. The client must pick its container from its
-// options, never from the bytes: an error, or for the plain reader the
-// envelope decoded as one msgpack document (never unwrapped to its inner value).
+// TestDecryptedContainerVectorsThroughClient: encryption.json
+// decrypted_container: each plaintext is a container the reader is not
+// configured for. The client picks its container from its options, never
+// from the bytes (ENC-2), and a mismatch hard-fails (ENC-3): an error, and
+// for the plain reader the envelope refused as another SDK's container
+// (WIRE-21), never unwrapped to its inner value.
+// The interop rows' trailing bytes are refused (IOP-19).
 func TestDecryptedContainerVectorsThroughClient(t *testing.T) {
 	t.Parallel()
 	type row struct {
@@ -76,15 +79,11 @@ func TestDecryptedContainerVectorsThroughClient(t *testing.T) {
 					t.Fatalf("read %#v, want an error", got)
 				}
 			case "not_unwrapped":
-				if err != nil {
-					t.Fatalf("plain reader refused one valid msgpack document: %v", err)
-				}
-				arr, ok := got.([]any)
-				if !ok || len(arr) != 4 {
-					t.Fatalf("got %#v, want the envelope's 4-element array as the value", got)
-				}
-				if _, isMap := got.(map[string]any); isMap || reflect.TypeOf(arr[0]) != reflect.TypeOf([]byte(nil)) {
-					t.Fatalf("envelope was unwrapped: %#v", got)
+				// Anything but the inner value passes the row; this reader
+				// refuses the envelope as another SDK's container (WIRE-21)
+				// rather than return its four fields as a value.
+				if !errors.Is(err, protocol.ErrForeignContainer) || !errors.Is(err, ErrNotFound) {
+					t.Fatalf("got %#v, %v; want the envelope refused as a foreign container, read as a miss", got, err)
 				}
 			default:
 				t.Fatalf("unknown outcome %q", r.Outcome)

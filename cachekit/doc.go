@@ -38,7 +38,10 @@
 //     Invalidation.FallbackL1Lifetime. docs/production.md states the model.
 //   - An entry that fails to authenticate or parse is never returned as a
 //     value: from L1 it is evicted and the read falls back to Redis; from
-//     Redis it is an *EntryError wrapping ErrAuthFailed or a *FormatError.
+//     Redis it is a miss, an *EntryError that matches ErrNotFound and wraps
+//     ErrAuthFailed or a *FormatError (the structural guard's own error for
+//     a payload the decode bounds refuse), counted in Stats and never
+//     degraded by FailOpen; GetOrLoad loads a replacement.
 //   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
 //     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
 //   - Logs never contain key material, values, raw cache keys or the text
@@ -102,5 +105,13 @@
 // Auto mode (the default) stores this SDK's own container, readable by any
 // cachekit-go client with the same options. Interop mode (Options.Interop)
 // uses the protocol's cross-SDK keys and canonical msgpack values, readable
-// by every CacheKit SDK in interop mode.
+// by every CacheKit SDK in interop mode. Temporal values travel as the
+// protocol's sentinel maps, written and revived both ways: a time.Time as
+// {"__datetime__": ...}, a protocol.Date (Python's date) as
+// {"__date__": ...}, a protocol.TimeOfDay (Python's time) as
+// {"__time__": ...}; read into any, a map or a struct, a sentinel becomes
+// that Go type, never a map. Auto mode writes time.Time as msgpack's
+// timestamp extension and revives no sentinel: its container is this
+// SDK's own (no other SDK's auto-mode entry is ever decoded), so a map
+// shaped like a sentinel there is a map a Go caller stored.
 package cachekit

@@ -133,6 +133,9 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 	if c.compressed {
 		var err error
 		if s.value, err = protocol.OpenEnvelopeMax(s.value[:0], body, c.maxValue); err != nil {
+			if isCKFrame(body) { // cachekit-py's container: name its writer
+				return nil, protocol.CheckMsgpack(body, c.limits)
+			}
 			return nil, c.envelopeSizeErr(err, body)
 		}
 		body = s.value
@@ -143,7 +146,31 @@ func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte
 		}
 		return nil, err
 	}
+	if c.foreignEnvelope(body) {
+		return nil, errForeignEnvelope
+	}
 	return body, nil
+}
+
+// isCKFrame reports whether b starts with the magic of cachekit-py's
+// auto-mode container, the CK frame, which only cachekit-py decodes;
+// protocol.CheckMsgpack refuses such bytes with ErrPythonFrame.
+func isCKFrame(b []byte) bool { return len(b) >= 2 && b[0] == 'C' && b[1] == 'K' }
+
+// errForeignEnvelope is open's error for a plain-msgpack payload that has
+// the exact shape of a ByteStorage envelope (WIRE-21).
+var errForeignEnvelope = &FormatError{Op: "entry", Err: protocol.ErrForeignContainer,
+	Reason: "a ByteStorage envelope (another SDK's auto-mode container, e.g. cachekit-ts's default, or an entry written with compression on): " +
+		"a Client with DisableCompression reads plain msgpack and never unwraps an envelope"}
+
+// foreignEnvelope reports whether payload, read or about to be written by
+// a Client with DisableCompression outside interop mode, has the exact
+// shape of a ByteStorage envelope: another SDK's auto-mode container, which
+// no SDK may decode (protocol.IsEnvelopeShape; the check only ever
+// refuses). Interop values are exempt: any well-formed document is a
+// value there, and no SDK writes an envelope under an interop key.
+func (c *Client) foreignEnvelope(payload []byte) bool {
+	return !c.compressed && !c.interop && protocol.IsEnvelopeShape(payload)
 }
 
 // overLimit is the error of an entry refused for its size: the limit that
@@ -296,6 +323,11 @@ func (c *Client) encode(s *scratch, value any) ([]byte, error) {
 	// bound, more than its size bound) before anything is written.
 	if err := protocol.CheckMsgpack(out, c.limits); err != nil {
 		return nil, fmt.Errorf("cachekit: value would not read back: %w", err)
+	}
+	// A value that is itself exactly an envelope's shape would be refused
+	// as another SDK's container (the one false positive of that check).
+	if c.foreignEnvelope(out) {
+		return nil, fmt.Errorf("cachekit: value would not read back: %w", errForeignEnvelope)
 	}
 	return out, nil
 }

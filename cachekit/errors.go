@@ -105,24 +105,52 @@ const (
 	TierL2 Tier = "l2"
 )
 
-// EntryError reports an entry that was found but could not be opened:
-// authentication failed, the envelope or msgpack was malformed, it did not
-// decode into the destination, or (from MGet) the key holds another Redis
-// type. It names the tier and a digest of the key
-// (never the key itself); errors.Is/As reach the cause through Unwrap.
+// EntryError reports an entry that was found but could not be used: it
+// could not be opened (authentication failed; the envelope, its checksum
+// or the msgpack payload was malformed, or refused by the decode bounds;
+// the bytes are another SDK's container; the entry is larger than
+// MaxValueBytes allows), it did not decode into the destination, or (from
+// MGet) the key holds another Redis type. It names the tier and a digest
+// of the key (never the key itself); errors.Is/As reach the cause through
+// Unwrap.
+//
+// An entry that could not be opened is a miss to every read (Get,
+// GetWithTTL, GetBytes, AppendValue, InteropGet, MGet, Raw.AppendPayload):
+// Unopenable is set and errors.Is(err, ErrNotFound) holds, as for a
+// *MissError, so code that treats "not found" as "compute it" keeps
+// working while errors.As still reaches this error and its cause (an
+// AES-GCM failure matches ErrAuthFailed, a protocol rejection is a
+// *FormatError). Such an entry is counted (Stats' L1OpenFailures and
+// L2OpenFailures, the decrypt-failure metric, an event on the span) and
+// warned about; it is never returned as a value, never retried, never
+// counted by the breaker, and never a *MissError: FailOpen has no part in
+// it. From L1 it is evicted and the read falls through to Redis; GetOrLoad
+// and MGetOrLoad load a replacement. An entry that opened but did not
+// decode into the destination, and a key of another Redis type, are not
+// misses (the stored value is sound; it is not what the caller asked for).
 type EntryError struct {
 	Tier      Tier
 	KeyDigest string
 	Err       error
+	// Unopenable reports that the entry could not be opened (see above):
+	// the read is a miss and the error matches ErrNotFound.
+	Unopenable bool
 }
 
 // Error implements error.
 func (e *EntryError) Error() string {
+	if e.Unopenable {
+		return "cachekit: " + string(e.Tier) + " entry " + e.KeyDigest + " cannot be opened, read as a miss: " + e.Err.Error()
+	}
 	return "cachekit: " + string(e.Tier) + " entry " + e.KeyDigest + ": " + e.Err.Error()
 }
 
 // Unwrap returns the cause.
 func (e *EntryError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotFound) hold for an entry that could not be
+// opened.
+func (e *EntryError) Is(target error) bool { return e.Unopenable && target == ErrNotFound }
 
 func configErr(msg string) error { return &configError{msg: msg} }
 

@@ -86,8 +86,10 @@ func ExampleClient_SetIfAbsent() {
 	// Output: true false worker-a
 }
 
-// AutoKey derives the key every CacheKit SDK's decorator derives for a
-// call: here, caching a function's results by its arguments.
+// AutoKey derives the protocol's auto-mode key for a call (the key
+// cachekit-py's decorator derives with the same settings): here, caching a
+// function's results by its arguments. Auto-mode keys are SDK-internal;
+// values shared across SDKs use interop keys.
 func ExampleAutoKey() {
 	key, err := cachekit.AutoKey("billing", "example.com/billing.InvoiceTotal", int64(42), "EUR")
 	fmt.Println(key, err)
@@ -97,6 +99,7 @@ func ExampleAutoKey() {
 // Secure takes the master key from the environment (CACHEKIT_MASTER_KEY,
 // and CACHEKIT_PREVIOUS_MASTER_KEYS during a rotation) and refuses to run
 // without one: it never falls back to plaintext.
+// It shows PRE-20, PRE-21 and PRE-50.
 func ExampleSecure() {
 	os.Unsetenv(cachekit.MasterKeyEnv)
 	_, err := cachekit.Secure("")

@@ -24,7 +24,9 @@ import (
 )
 
 // Get decodes the value stored under key into dst, a non-nil pointer. It
-// returns ErrNotFound when neither tier has the key.
+// returns ErrNotFound when neither tier has the key, and an *EntryError
+// that also matches ErrNotFound when the entry found cannot be opened
+// (see EntryError).
 func (c *Client) Get(ctx context.Context, key string, dst any) error {
 	_, err := c.get(ctx, observe.OpGet, key, dst, false)
 	return err
@@ -148,7 +150,9 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 // backfills L1 with them for at most ttl (the entry's remaining TTL in
 // Redis; 0 means unknown or none, and nothing is backfilled), only if
 // nothing wrote, deleted or invalidated key since t was taken. Get, MGet
-// and GetOrLoad all read Redis entries through here.
+// and GetOrLoad all read Redis entries through here. An entry that does
+// not open is a miss (IOP-24): counted, warned about and returned as an
+// Unopenable *EntryError, which matches ErrNotFound.
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
 	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
@@ -157,7 +161,7 @@ func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []by
 		}
 		c.openFailed(ctx, TierL2, err)
 		c.warn("l2 entry failed to open", key, err)
-		return nil, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err}
+		return nil, &EntryError{Tier: TierL2, KeyDigest: c.keyDigest(key), Err: err, Unopenable: true}
 	}
 	c.stats.L2Hits.Add(1)
 	if c.l1 != nil && ttl > 0 {

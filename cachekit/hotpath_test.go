@@ -18,6 +18,11 @@ import (
 // every key shape, and, for components that were invalid, the same error on
 // every operation rather than a failure in New.
 
+// TestClientAADMatchesPerCallBuilder: the one AAD the Client builds for a
+// key, from its configured tenant, prefix, format and compressed flag, is
+// protocol.AppendAADKey's for every prefix, tenant and container: a reader
+// that rebuilds its AAD from configuration, with no alternative to retry
+// (ENC-1).
 func TestClientAADMatchesPerCallBuilder(t *testing.T) {
 	t.Parallel()
 	keys := []string{"k", "user:12345", "ключ", "a b\tc", string(bytes.Repeat([]byte("x"), 300))}
@@ -137,6 +142,7 @@ func TestL2ReadSendsPTTLOnlyForL1Backfill(t *testing.T) {
 
 // Scratch buffers held decrypted bytes: putScratch wipes them, also when
 // they are too large to pool and go to the garbage collector instead.
+// No plaintext outlives the call in a reused buffer (PRE-11).
 func TestPutScratchWipesDecryptedBytes(t *testing.T) {
 	// Not parallel: reads buffers it has put back in the package-wide scratch pool, which a parallel test could take and fill.
 	for _, size := range []int{64, maxPooled + 1} {

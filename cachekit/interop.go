@@ -53,9 +53,14 @@ func (c *Client) interopKey(namespace, operation string, args []any) (string, er
 }
 
 // AutoKey returns the CacheKit protocol's auto-mode key for a call of
-// function with args, the key every CacheKit SDK's decorator derives for
-// the same call ("ns:{namespace}:func:{function}:args:{hash}:1s", at most
-// 250 characters): function is the function's qualified name,
+// function with args, as cache-key-format.md defines it
+// ("ns:{namespace}:func:{function}:args:{hash}:1s", at most 250
+// characters), the key cachekit-py's decorator derives for the same call
+// with the same settings. Auto-mode keys and containers are SDK-internal:
+// two SDKs that wrote under one auto-mode key would keep overwriting
+// each other's entries, each refusing the other's container (WIRE-21), so
+// share values across SDKs with interop mode (InteropKey) instead.
+// function is the function's qualified name,
 // "{module}.{name}" (a Go package path and function name, or a Python
 // function's __module__ and __qualname__), namespace may be empty (no ns:
 // segment). The key is the one for a cache configured as this SDK is by

@@ -17,6 +17,8 @@ type readerRow struct {
 // every document the protocol says a reader MUST accept (padded widths,
 // unsorted keys, float32, a non-string map key, an ext type) through Get,
 // and refuses every one it MUST reject, with an *EntryError.
+// A reader accepts any well-formed document (IOP-18) and exactly one
+// (IOP-19), and a mismatch hard-fails (ENC-3).
 func TestInteropReaderVectorsThroughClient(t *testing.T) {
 	t.Parallel()
 	c, rdb := redisClient(t, Options{Interop: true})

@@ -276,6 +276,7 @@ func TestNameKeyAADBindsStoredName(t *testing.T) {
 }
 
 // Interop mode refuses a name key; a malformed one is ErrConfig too.
+// An unsupported combination fails at construction (PRE-33).
 func TestNameKeyConfig(t *testing.T) {
 	t.Parallel()
 	opts := namedOpts(testNameKey)

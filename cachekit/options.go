@@ -109,7 +109,16 @@ type Options struct {
 	RequireEncryption bool
 
 	// DisableCompression stores plain msgpack instead of the ByteStorage
-	// envelope (LZ4 + xxHash3-64). Default: false (compression on).
+	// envelope (LZ4 + xxHash3-64): a container with no checksum of its own
+	// (with encryption, AES-GCM still authenticates it). Such a Client
+	// refuses an entry whose payload has the exact shape of an envelope
+	// (another SDK's auto-mode container, e.g. cachekit-ts's default, or an
+	// entry written with compression on: an error matching
+	// protocol.ErrForeignContainer, read as a miss) and, so that it never
+	// stores what it would refuse, a value of that exact shape: a 4-element
+	// array of bytes (or of integers 0-255), 8 integers 0-255, a
+	// non-negative integer and "msgpack", "orjson" or "arrow". Default:
+	// false (compression on).
 	DisableCompression bool
 
 	// Interop switches to the protocol's cross-SDK interop mode: keys are

@@ -111,7 +111,7 @@ func (c *Client) degradable(ctx context.Context, err error) bool {
 
 // errClasses tells the observer, and the warnings, what the Client's own
 // errors mean: the observer classes every other error itself.
-var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError,
+var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError, Unopened: isUnopenable,
 	Invalid: []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
 
 // isMissError reports a read FailOpen turned into a miss (*MissError).
@@ -120,12 +120,23 @@ func isMissError(err error) bool {
 	return errors.As(err, &me)
 }
 
+// isUnopenable reports a read that met an entry it could not open: a miss
+// to the caller (an Unopenable *EntryError matches ErrNotFound), a failure
+// of its class (auth_failed, format) to metrics and spans.
+func isUnopenable(err error) bool {
+	var ee *EntryError
+	return errors.As(err, &ee) && ee.Unopenable
+}
+
 // openFailed counts an entry of tier that failed to open, in Stats, the
 // decrypt-failure metric and an event on the operation's span.
 func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
 	t := observe.TierNamed(string(tier))
 	c.stats.OpenFailures(t).Add(1)
 	c.obs.OpenFailed(ctx, t, err)
+	if h := c.openFailedHook; h != nil {
+		h(tier, err)
+	}
 }
 
 // snapshot is what the observer's gauges report.

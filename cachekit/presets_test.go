@@ -12,6 +12,9 @@ import (
 
 // TestPresetDefaults pins what each preset sets (README, docs/presets.md
 // and the presets' doc comments state these numbers).
+// It pins the default TTLs (PRE-1), none never-expire (PRE-5), L1 on in minimal and
+// production (PRE-7) and secure (PRE-9), SWR and invalidation off in minimal
+// (PRE-8), the reliability stack on in production and secure (PRE-13).
 func TestPresetDefaults(t *testing.T) {
 	t.Parallel()
 	secure, err := Secure(strings.Repeat("42", 32))

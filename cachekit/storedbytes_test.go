@@ -14,6 +14,8 @@ import (
 // The bytes in Redis are exactly nonce‖AES-GCM(envelope(msgpack(v))) with
 // AAD (tenant, full key, "msgpack", "True"): open them with the packages
 // directly, and write an entry with the packages that the client reads.
+// The AAD says format msgpack (ENC-5) and compressed True or False as the
+// container is (ENC-6, ENC-10); Redis holds only ciphertext (PRE-10).
 func TestStoredBytesAreTheProtocolsPlainDataFlow(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
@@ -71,6 +73,10 @@ func TestStoredBytesAreTheProtocolsPlainDataFlow(t *testing.T) {
 // interop-mode.json's encryption vector and encryption.json's
 // default_tenant vector are interop entries as another SDK wrote them: put
 // their bytes in Redis under their key and read them through the client.
+// Both are read under the AAD the interop container implies, compressed
+// False (ENC-10), the default tenant "default" (PRE-27) for key derivation
+// and AAD alike (PRE-28), the reference ciphertext opening (PRE-29) through
+// the Client's own suite (IOP-36).
 func TestInteropVectorsReadThroughClient(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
@@ -135,6 +141,10 @@ func TestInteropVectorsReadThroughClient(t *testing.T) {
 	}
 }
 
+// TestInteropModeKeysAndHelpers: an interop Client takes only interop/v1
+// keys, stores a value as one plain msgpack document under the key
+// InteropKey derives (never the envelope) and reads it back, and a Client
+// not in interop mode refuses the helpers (IOP-21, IOP-22).
 func TestInteropModeKeysAndHelpers(t *testing.T) {
 	t.Parallel()
 	c, rdb := redisClient(t, Options{L1MaxBytes: 1 << 20, Interop: true, Encryption: encConfig("")})

@@ -83,6 +83,11 @@ func TestTenantBounds(t *testing.T) {
 	}
 }
 
+// TestVectorsMasterKeyInput: each master_key_input accept row parses to
+// hex_decode(string) (PRE-16, PRE-17, PRE-18), derives its fingerprint and
+// opens its entry under the default tenant; each hex reject row is a
+// *ConfigError that repeats no key; each raw reject row is refused by the
+// raw-bytes entry point, current or previous (PRE-26).
 func TestVectorsMasterKeyInput(t *testing.T) {
 	f := loadEncryptionFile(t)
 	in := f.MasterKeyInput
@@ -166,6 +171,9 @@ func assertNoSecret(t *testing.T, msg, secret string) {
 	}
 }
 
+// TestParseMasterKeyHexEveryLength: only exactly 64 hex digits parse, every
+// shorter or longer length and every non-hex byte at any position is refused
+// (PRE-23).
 func TestParseMasterKeyHexEveryLength(t *testing.T) {
 	good := strings.Repeat("a1", KeySize)
 	for n := 0; n <= len(good)+2; n++ {
@@ -222,6 +230,9 @@ func TestAllZeroKeyRefused(t *testing.T) {
 	}
 }
 
+// TestParseMasterKeyListHex: CACHEKIT_PREVIOUS_MASTER_KEYS parses to one key
+// per comma-separated entry, a blank list to none, and a bad entry is an
+// error naming its position, never its text (ENC-7).
 func TestParseMasterKeyListHex(t *testing.T) {
 	a, b := strings.Repeat("a1", KeySize), strings.Repeat("B2", KeySize)
 	keys, err := ParseMasterKeyListHex(" " + a + " , " + b)

@@ -24,6 +24,9 @@ type interopEncRow struct {
 	NonceHex       string `json:"nonce_hex"`
 }
 
+// TestVectorsInteropEncryption: interop-mode.json's encryption row opens
+// under its tenant and key, its nonce is the sealed value's first 12 bytes,
+// and it reseals (IOP-35).
 func TestVectorsInteropEncryption(t *testing.T) {
 	for _, row := range vectors.Group[interopEncRow](t, "interop-mode.json", "encryption_vectors") {
 		t.Run(row.Name, func(t *testing.T) {
@@ -43,7 +46,8 @@ func TestVectorsInteropEncryption(t *testing.T) {
 
 // TestVectorsInteropAAD checks each pinned interop AAD at this layer: the
 // AAD the interop encryption vector was sealed under, so it opens that
-// vector, while the same bytes with any one byte changed do not.
+// vector, while the same bytes with any one byte changed do not: the
+// aad_vectors group of interop-mode.json (IOP-35).
 func TestVectorsInteropAAD(t *testing.T) {
 	enc := vectors.Group[interopEncRow](t, "interop-mode.json", "encryption_vectors")
 	for _, row := range vectors.Group[interopAADRow](t, "interop-mode.json", "aad_vectors") {

@@ -177,6 +177,9 @@ func TestVectorsMain(t *testing.T) {
 	}
 }
 
+// TestVectorsAADReject: every aad_reject_vectors row fails authentication
+// under the AAD a reader presents, the failure itself asserted: the Manager
+// decrypts under the one AAD it is given and tries no other (ENC-1).
 func TestVectorsAADReject(t *testing.T) {
 	f := loadEncryptionFile(t)
 	m := staticManager(t, f.TenantID, f.MasterKeyHex)
@@ -242,6 +245,11 @@ func TestVectorsKeyring(t *testing.T) {
 	}
 }
 
+// TestVectorsKeyringConfiguration: each keyring.configuration row is
+// accepted or refused at load, by the static keyring and by a KeyProvider
+// alike: more than three decrypt-only keys (ENC-7) and the current key
+// repeated among them, in any case (ENC-9), are configuration errors, never
+// truncated.
 func TestVectorsKeyringConfiguration(t *testing.T) {
 	f := loadEncryptionFile(t)
 	for _, row := range rows(t, "keyring.configuration.vectors", f.Keyring.Configuration.Vectors) {
@@ -295,7 +303,9 @@ func TestVectorsKeyringConfiguration(t *testing.T) {
 
 // TestVectorsDecryptedContainer checks, at this layer, only that each row
 // decrypts under its AAD to exactly the plaintext it names: whether the
-// container inside is then refused is the client's business.
+// container inside is then refused is the client's business (ENC-2: the
+// Client picks the container from its options,
+// TestDecryptedContainerVectorsThroughClient).
 func TestVectorsDecryptedContainer(t *testing.T) {
 	f := loadEncryptionFile(t)
 	m := staticManager(t, f.TenantID, f.MasterKeyHex)
@@ -307,6 +317,9 @@ func TestVectorsDecryptedContainer(t *testing.T) {
 	}
 }
 
+// TestVectorsDefaultTenant: a Manager built with no tenant uses "default",
+// derives the pinned fingerprint and opens (and reseals) every
+// default_tenant row (PRE-27).
 func TestVectorsDefaultTenant(t *testing.T) {
 	f := loadEncryptionFile(t)
 	m := staticManager(t, "", f.MasterKeyHex)

@@ -64,6 +64,10 @@ func collectAADRows(t *testing.T, v any, path, tenant string, out *[]aadRow) {
 	}
 }
 
+// TestAADVectors: every aad_hex row of encryption.json and interop-mode.json
+// is the AAD this package builds from the row's tenant, key, format and
+// compressed flag, the compressed token spelled exactly True or False
+// (ENC-6).
 func TestAADVectors(t *testing.T) {
 	// interop-mode.json's aad_vectors group must exist and be non-empty; the
 	// walk below then covers it together with every other aad_hex row.

@@ -61,8 +61,9 @@ const (
 type DecodeLimits struct {
 	// MaxDepth is the largest number of nested collection headers on any
 	// path from the root. Values <= 0 select DefaultMaxDepth (1024);
-	// values above 1024 are lowered to 1024, the protocol ceiling.
-	// Conforming readers use at least 32.
+	// values 1 to 31 are raised to 32, the protocol's floor (a reader must
+	// accept 32 levels); values above 1024 are lowered to 1024, the
+	// protocol's ceiling.
 	// default: 1024
 	MaxDepth int
 	// MaxBytes is the longest input accepted, in bytes. Values <= 0 select
@@ -81,6 +82,8 @@ func (l DecodeLimits) effective() (maxDepth, maxBytes int) {
 	switch {
 	case maxDepth <= 0:
 		maxDepth = DefaultMaxDepth
+	case maxDepth < minDepthFloor:
+		maxDepth = minDepthFloor
 	case maxDepth > maxDepthCeiling:
 		maxDepth = maxDepthCeiling
 	}

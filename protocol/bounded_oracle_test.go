@@ -117,8 +117,8 @@ func iopOracle(b []byte, maxDepth int) bool {
 func iopAcceptCorpus(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, r := range vectors.Group[iopBoundsRow](t, "decode-bounds.json", "accept_vectors") {
-		out["bounds/"+r.Name] = r.input(t)
+	for _, r := range vectors.DecodeBounds(t, "accept_vectors") {
+		out["bounds/"+r.Name] = iopBoundsInput(t, r)
 	}
 	for _, r := range vectors.Group[iopReaderRow](t, "interop-mode.json", "reader_accept_vectors") {
 		out["reader/"+r.Name] = vectors.Hex(t, r.MsgpackHex)

@@ -15,38 +15,17 @@ import (
 	"github.com/cachekit-io/cachekit-go/internal/vectors"
 )
 
-type iopBoundsRow struct {
-	Name         string `json:"name"`
-	Construction struct {
-		RepeatHex string `json:"repeat_hex"`
-		Count     int    `json:"count"`
-		SuffixHex string `json:"suffix_hex"`
-	} `json:"construction"`
-	InputHex      string   `json:"input_hex"`
-	InputLen      int      `json:"input_len"`
-	NestingDepth  int      `json:"nesting_depth"`
-	DeclaredSlots uint64   `json:"declared_slots"`
-	RejectReasons []string `json:"reject_reasons"`
-}
-
-// input builds the row's bytes from its construction and checks them
-// against the pinned hex and length.
-func (r iopBoundsRow) input(t testing.TB) []byte {
+// iopBoundsInput returns the row's input (built and checked against its
+// hex and length by vectors.DecodeBounds) after checking the vector's own
+// slot and depth counts with an independent walk, so a misread vector
+// cannot pass for a decoder bug or success.
+func iopBoundsInput(t testing.TB, r vectors.BoundsRow) []byte {
 	t.Helper()
-	b := append(bytes.Repeat(vectors.Hex(t, r.Construction.RepeatHex), r.Construction.Count), vectors.Hex(t, r.Construction.SuffixHex)...)
-	if r.InputHex != "" && !bytes.Equal(b, vectors.Hex(t, r.InputHex)) {
-		t.Fatalf("construction disagrees with input_hex")
-	}
-	if len(b) != r.InputLen {
-		t.Fatalf("input is %d bytes, vector says %d", len(b), r.InputLen)
-	}
-	// The vector's own slot and depth counts, checked with an independent
-	// walk, so a misread vector cannot pass for a decoder bug or success.
-	ref, _ := iopRefWalk(b)
+	ref, _ := iopRefWalk(r.Input)
 	if ref.slots != r.DeclaredSlots || ref.depth != r.NestingDepth {
 		t.Fatalf("reference walk: slots %d depth %d, vector says %d and %d", ref.slots, ref.depth, r.DeclaredSlots, r.NestingDepth)
 	}
-	return b
+	return r.Input
 }
 
 type iopReaderRow struct {
@@ -56,11 +35,18 @@ type iopReaderRow struct {
 
 var iopReasonErr = map[string]error{"depth": errTooNested, "overclaim": errOverclaim, "incomplete": errIncomplete}
 
+// TestDecodeBoundsRejectVectors: every decode-bounds.json reject vector
+// (IOP-33) is refused by the structural guard with the error its reject
+// reason names, before anything is materialised (no allocation at all), by
+// CheckMsgpack and DecodeMsgpack alike, also at the floor of 32 levels:
+// depth beyond 1024 (IOP-26), declared slots beyond the input (IOP-27,
+// IOP-28), summed in 64 bits (IOP-30), an incomplete document (IOP-29),
+// never a crash (IOP-24).
 func TestDecodeBoundsRejectVectors(t *testing.T) {
-	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "reject_vectors")
+	rows := vectors.DecodeBounds(t, "reject_vectors")
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
-			in := row.input(t)
+			in := iopBoundsInput(t, row)
 			err := CheckMsgpack(in, DecodeLimits{})
 			ok := false
 			for _, reason := range row.RejectReasons {
@@ -89,11 +75,16 @@ func TestDecodeBoundsRejectVectors(t *testing.T) {
 	}
 }
 
+// TestDecodeBoundsAcceptVectors: every decode-bounds.json accept vector
+// (IOP-34) passes the structural guard at the default bounds, at the
+// protocol's floor of 32 levels and at a size limit of exactly its length,
+// decodes, and re-encodes to the same bytes; one level less than a deeper
+// vector's depth rejects it with the depth error.
 func TestDecodeBoundsAcceptVectors(t *testing.T) {
-	rows := vectors.Group[iopBoundsRow](t, "decode-bounds.json", "accept_vectors")
+	rows := vectors.DecodeBounds(t, "accept_vectors")
 	for _, row := range rows {
 		t.Run(row.Name, func(t *testing.T) {
-			in := row.input(t)
+			in := iopBoundsInput(t, row)
 			for _, lim := range []DecodeLimits{{}, DefaultDecodeLimits, {MaxDepth: minDepthFloor}, {MaxBytes: len(in)}} {
 				if err := CheckMsgpack(in, lim); err != nil {
 					t.Fatalf("CheckMsgpack(%+v): %v", lim, err)
@@ -107,7 +98,7 @@ func TestDecodeBoundsAcceptVectors(t *testing.T) {
 			if err != nil || !bytes.Equal(again, in) {
 				t.Fatalf("re-encoded %x, %v", again, err)
 			}
-			if row.NestingDepth > 1 {
+			if row.NestingDepth > minDepthFloor {
 				if err := CheckMsgpack(in, DecodeLimits{MaxDepth: row.NestingDepth - 1}); err != errTooNested {
 					t.Fatalf("depth bound %d: %v, want the depth error", row.NestingDepth-1, err)
 				}
@@ -116,6 +107,9 @@ func TestDecodeBoundsAcceptVectors(t *testing.T) {
 	}
 }
 
+// TestInteropReaderAcceptVectors: every document interop-mode.json says a
+// reader must accept (padded widths, unsorted keys, float32, a non-string
+// key, an ext) passes the guard and decodes to its value (IOP-18, IOP-35).
 func TestInteropReaderAcceptVectors(t *testing.T) {
 	rows := vectors.Group[struct {
 		Name       string          `json:"name"`
@@ -151,6 +145,9 @@ func TestInteropReaderAcceptVectors(t *testing.T) {
 	}
 }
 
+// TestInteropReaderRejectVectors: a complete document followed by one
+// trailing byte is refused as malformed, not read as the document (IOP-19,
+// IOP-35).
 func TestInteropReaderRejectVectors(t *testing.T) {
 	rows := vectors.Group[struct {
 		Name       string `json:"name"`
@@ -202,6 +199,50 @@ func iopNested(unit string, count int, leaf string) []byte {
 	return []byte(strings.Repeat(unit, count) + leaf)
 }
 
+// TestDepthFloorIsRaised: a caller's MaxDepth of 1 to 31 is raised to the
+// protocol's floor of 32 (IOP-25), so a document 32 levels deep (both
+// depth-32 accept vectors of decode-bounds.json, and arrays and maps built
+// here) passes at every such setting and 33 levels do not.
+func TestDepthFloorIsRaised(t *testing.T) {
+	rows := vectors.DecodeBounds(t, "accept_vectors")
+	at32 := 0
+	for _, row := range rows {
+		if row.NestingDepth != minDepthFloor {
+			continue
+		}
+		at32++
+		t.Run(row.Name, func(t *testing.T) {
+			in := iopBoundsInput(t, row)
+			for depth := 1; depth <= minDepthFloor; depth++ {
+				if err := CheckMsgpack(in, DecodeLimits{MaxDepth: depth}); err != nil {
+					t.Fatalf("MaxDepth %d: %v, want the floor of 32 to accept it", depth, err)
+				}
+				if _, err := DecodeMsgpack(in, DecodeLimits{MaxDepth: depth}); err != nil {
+					t.Fatalf("DecodeMsgpack at MaxDepth %d: %v", depth, err)
+				}
+			}
+		})
+	}
+	if at32 == 0 {
+		t.Fatal("decode-bounds.json has no depth-32 accept vector")
+	}
+	for _, unit := range []string{"\x91", "\x81\xa0"} {
+		for depth := 1; depth < minDepthFloor; depth++ {
+			lim := DecodeLimits{MaxDepth: depth}
+			if err := CheckMsgpack(iopNested(unit, minDepthFloor, "\xc0"), lim); err != nil {
+				t.Fatalf("%x x 32 at MaxDepth %d: %v", unit, depth, err)
+			}
+			if err := CheckMsgpack(iopNested(unit, minDepthFloor+1, "\xc0"), lim); err != errTooNested {
+				t.Fatalf("%x x 33 at MaxDepth %d: %v, want the depth error", unit, depth, err)
+			}
+		}
+	}
+}
+
+// TestDepthLimits: the default bound is the protocol's ceiling of 1024
+// levels (IOP-26): 1024 levels of arrays or maps, empty ones counting,
+// pass; 1025 fail at every setting above the ceiling too; a bound of 32
+// takes exactly 32.
 func TestDepthLimits(t *testing.T) {
 	for _, unit := range []string{"\x91", "\x81\xa0", "\xdc\x00\x01", "\xde\x00\x01\xa0"} {
 		for _, leaf := range []string{"\xc0", "\x90", "\x80"} {
@@ -250,6 +291,10 @@ func TestMillionNestedArraysRejectedCleanly(t *testing.T) {
 	}
 }
 
+// TestHugeDeclaredLengthsAllocateNothing: headers declaring up to 4 GiB of
+// elements or bytes from a few input bytes are refused as overclaims (the
+// declared slots exceed the input, IOP-27) before anything is materialised:
+// 100 rejections allocate under 64 KiB (IOP-28).
 func TestHugeDeclaredLengthsAllocateNothing(t *testing.T) {
 	inputs := []string{"ddffffffff", "dfffffffff", "c6ffffffff41", "dbffffffff41", "c9ffffffff0541", "df80000000",
 		"dc ffff", "de ffff c0", "91 ddffffffff", "ddffffffffdd00000001", "c7ff05", "c8ffff05"}

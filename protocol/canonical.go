@@ -28,11 +28,15 @@ import (
 //   - the value profile (AppendCanonicalValue) writes an interop value
 //     document. Floats stay float64 whatever their value, and a time.Time
 //     becomes the temporal sentinel map {"__datetime__": true, "value":
-//     "<ISO-8601>"} that the other SDKs revive.
+//     "<ISO-8601>"} that the other SDKs revive; a Date and a TimeOfDay
+//     become the {"__date__": ...} and {"__time__": ...} sentinels
+//     (temporal.go). The argument profile refuses those two: interop/v1
+//     keys define no argument form for them.
 //
 // Accepted Go types, in both profiles: nil; bool; every int and uint kind;
 // float32 (widened to float64) and float64; string (must be valid UTF-8);
 // []byte and byte arrays (bin); *big.Int within [-2^63, 2^64-1]; time.Time;
+// Date and TimeOfDay (value profile only);
 // UUID (lowercase hyphenated str); Set; slices and arrays (array); maps
 // whose key kind is string (map); and pointers to any of these (a nil
 // pointer is nil). Named types are accepted by their underlying kind.
@@ -155,6 +159,16 @@ func (e *canonicalEncoder) append(dst []byte, v any, depth int) ([]byte, error) 
 		return appendBigInt(dst, x)
 	case time.Time:
 		return e.appendTime(dst, x)
+	case Date:
+		if e.collapse {
+			return dst, errTemporalArg
+		}
+		return appendDateSentinel(dst, x)
+	case TimeOfDay:
+		if e.collapse {
+			return dst, errTemporalArg
+		}
+		return appendTimeSentinel(dst, x)
 	case UUID:
 		return mp.AppendStr(dst, x.String()), nil
 	case Set:

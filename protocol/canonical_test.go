@@ -25,6 +25,9 @@ type iopValueRow struct {
 	CanonicalMsgpackHex string          `json:"canonical_msgpack_hex"`
 }
 
+// TestInteropValueVectors: every interop-mode.json value row is written by
+// the value profile as exactly its canonical bytes and decodes back to its
+// value (IOP-17, IOP-21, IOP-35).
 func TestInteropValueVectors(t *testing.T) {
 	rows := vectors.Group[iopValueRow](t, "interop-mode.json", "value_vectors")
 	for _, row := range rows {
@@ -355,6 +358,11 @@ func TestCanonicalSets(t *testing.T) {
 	}
 }
 
+// TestCanonicalGoTypes: the Go types the canonical encoders take write the
+// pinned bytes, and everything outside the interop data model is refused
+// with ErrUnsupported in both profiles, never coerced (IOP-8): a struct, a
+// non-string map key (IOP-13), invalid UTF-8 and an encoded lone surrogate,
+// in a value or a map key (IOP-10, IOP-11).
 func TestCanonicalGoTypes(t *testing.T) {
 	type myString string
 	type myInt int16

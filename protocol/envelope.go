@@ -138,6 +138,31 @@ func formatString(b []byte) string {
 	return string(b)
 }
 
+// IsEnvelopeShape reports whether b has exactly the shape of a ByteStorage
+// envelope: a 4-element array of compressed_data (bin, or an array of
+// integers 0-255), a checksum of exactly 8 integers 0-255, an unsigned
+// original_size and a format string of the registry (FormatMsgpack,
+// FormatOrjson, FormatArrow), with nothing after it. It checks the shape
+// only (no limit, checksum or decompression) and allocates nothing.
+//
+// It exists to refuse, never to decode: a reader configured for plain
+// MessagePack uses it to refuse another SDK's auto-mode container (a bare
+// envelope, cachekit-ts's default) rather than return the envelope's four
+// fields as a value. A value that has this shape by itself is refused with
+// it: the one false positive, which a writer of plain MessagePack refuses
+// up front for the same reason.
+func IsEnvelopeShape(b []byte) bool {
+	r, err := decodeEnvelope(b)
+	if err != nil {
+		return false
+	}
+	switch string(r.format) {
+	case FormatMsgpack, FormatOrjson, FormatArrow:
+		return true
+	}
+	return false
+}
+
 // OpenEnvelope validates the ByteStorage envelope env, decompresses it and
 // appends the original bytes to dst, returning the extended slice. It
 // accepts both encodings of compressed_data (bin and the legacy array of

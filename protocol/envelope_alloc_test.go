@@ -36,6 +36,9 @@ const hostileLimit = 64 << 10
 // ratio vector with a hook that allocates original_size right after the
 // decode step, inside the read path, as a reserve-first reader would: the
 // same probe must see it.
+// Every check runs before a buffer is sized (WIRE-11), and the probe bounds
+// what the read allocates (WIRE-17) under the spec's measurement rules, with
+// its positive control (WIRE-18).
 func TestEnvelopeHostileHeaderAllocation(t *testing.T) {
 	rows := map[string][]byte{}
 	for _, r := range vectors.Group[rejectRow](t, "wire-format.json", "reject_vectors") {

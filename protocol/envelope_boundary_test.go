@@ -51,6 +51,11 @@ func specRejectRows() map[string]struct {
 	}
 }
 
+// TestEnvelopeSpecRejectRows: the reject rows wire-format 1.4.0 adds, built
+// from the spec (specRejectRows), are each refused at their step with that
+// check's error: arity, checksum arity and elements, the pre-scan,
+// original_size with the sign bit set (WIRE-12), a ratio a float32 rounds to
+// 1000 (WIRE-14), in the order the spec fixes (WIRE-5, WIRE-7, WIRE-10).
 func TestEnvelopeSpecRejectRows(t *testing.T) {
 	for name, row := range specRejectRows() {
 		t.Run(name, func(t *testing.T) {
@@ -61,7 +66,9 @@ func TestEnvelopeSpecRejectRows(t *testing.T) {
 }
 
 // The slots-overclaim row must be refused by the pre-scan itself, before the
-// typed decode: calling the guard directly shows the read path's error is its.
+// typed decode: calling the guard directly shows the read path's error is its:
+// the whole-document slot sum, checked before anything is materialised
+// (WIRE-8, WIRE-9).
 func TestEnvelopePrescanOwnsOverclaim(t *testing.T) {
 	env := vectors.Hex(t, specRejectRows()["reject_envelope_slots_overclaim"].hex)
 	if len(env) != 42 {
@@ -117,6 +124,7 @@ func legacyEncode(block []byte, sum, size uint64, format string) []byte {
 
 // Both sides of the bin16 -> bin32 boundary, and the array32 legacy form,
 // as wire-format 1.4.0's constructed rows place them.
+// It stands for wire-format 1.4.0's boundary rows (WIRE-1, WIRE-2, WIRE-4).
 func TestEnvelopeBin16Bin32Boundary(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 32))
 	cases := []struct {
@@ -158,6 +166,7 @@ func TestEnvelopeBin16Bin32Boundary(t *testing.T) {
 
 // The writer's own bin8 -> bin16 edge: the first 253 and 254 bytes of
 // width_boundary_bin16's incompressible input compress to 255 and 256 bytes.
+// The writer picks the shortest bin form on both sides (WIRE-1).
 func TestEnvelopeSealBin8Bin16Boundary(t *testing.T) {
 	var input []byte
 	for _, r := range vectors.Group[wireRow](t, "wire-format.json", "vectors") {
@@ -193,6 +202,8 @@ func TestEnvelopeSealBin8Bin16Boundary(t *testing.T) {
 
 // Steps 1 and 3 need envelopes over 512 MiB; the spec says to test them with
 // lowered caps through the same read path.
+// It covers the three limits (WIRE-7) and steps 1 and 3, which no vector
+// reaches (WIRE-19).
 func TestEnvelopeLoweredCaps(t *testing.T) {
 	env := vectors.Hex(t, ssBin)
 	lim := defaultEnvelopeLimits
@@ -220,6 +231,8 @@ func TestEnvelopeLoweredCaps(t *testing.T) {
 // The ratio bound is exact at 1000:1 and uses a 64-bit product: a header
 // claiming exactly 1000 x compressed passes the bound (and fails later, on
 // length), one byte more is a ratio error.
+// The product is exact (WIRE-13) and a multiplication, never a ratio
+// (WIRE-14).
 func TestEnvelopeRatioEdge(t *testing.T) {
 	for _, c := range []struct {
 		size   uint64

@@ -95,6 +95,11 @@ func wantEnvelopeErr(t testing.TB, err, cause error, reason string) {
 // byte, so the map is empty.
 var lz4Divergent = map[string]string{}
 
+// TestEnvelopeWireVectors: every wire-format.json vectors row opens to its
+// input (WIRE-4), in the bin and the legacy array-of-integers encodings
+// (WIRE-2) with the checksum as 8 integers in both (WIRE-3), and each bin
+// row's input is sealed to exactly its envelope, shortest bin header first
+// (WIRE-1).
 func TestEnvelopeWireVectors(t *testing.T) {
 	rows := vectors.Group[wireRow](t, "wire-format.json", "vectors")
 	byName := map[string]wireRow{}
@@ -245,6 +250,11 @@ func checkRejectStep(t *testing.T, err error, step uint64, check string) {
 	}
 }
 
+// TestEnvelopeRejectVectors: each wire-format.json reject_vectors row is
+// refused by the envelope read path at the step its reject_step names, with
+// that check's own error (WIRE-16): the size caps before the ratio bound
+// (WIRE-10), original_size at its full wire value (WIRE-12), the three
+// limits (WIRE-7) and the Retrieve Flow's order (WIRE-5).
 func TestEnvelopeRejectVectors(t *testing.T) {
 	for _, r := range vectors.Group[rejectRow](t, "wire-format.json", "reject_vectors") {
 		t.Run(r.Name, func(t *testing.T) {
@@ -257,6 +267,10 @@ func TestEnvelopeRejectVectors(t *testing.T) {
 	}
 }
 
+// TestEnvelopeConstructedVectors: each constructed_vectors row, built from
+// its segments, opens to its input (WIRE-4), including
+// envelope_ratio_product_wraps_32_bits, which a 32-bit ratio product refuses
+// (WIRE-13), and its fields re-encode to the same bytes.
 func TestEnvelopeConstructedVectors(t *testing.T) {
 	for _, r := range vectors.Group[constructedRow](t, "wire-format.json", "constructed_vectors") {
 		t.Run(r.Name, func(t *testing.T) {

@@ -17,6 +17,12 @@ var (
 	// ErrPythonFrame: the bytes carry the Python SDK's "CK" frame, which only
 	// the Python SDK may decode (an auto-mode entry written by cachekit-py).
 	ErrPythonFrame = errors.New("protocol: written by the Python SDK (CK frame)")
+	// ErrForeignContainer: where plain MessagePack is expected, the bytes
+	// have the exact shape of a ByteStorage envelope: another SDK's
+	// auto-mode container (cachekit-ts stores one by default), or an entry
+	// written with compression on. No SDK decodes another's auto-mode
+	// container, so such bytes are refused, never unwrapped.
+	ErrForeignContainer = errors.New("protocol: a ByteStorage envelope where plain msgpack is expected")
 	// ErrInvalidKey: a cache key, namespace, operation or argument cannot be
 	// used (grammar, reserved namespace, unsupported argument type).
 	ErrInvalidKey = errors.New("protocol: invalid key")

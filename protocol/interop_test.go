@@ -28,6 +28,9 @@ type iopErrorRow struct {
 	Args      json.RawMessage `json:"args"`
 }
 
+// TestInteropKeyVectors: every interop-mode.json key row gives its canonical
+// argument bytes, Blake2b-256 args hash and full key, and the bytes decode
+// and re-encode to themselves (IOP-21, IOP-22, IOP-35, IOP-36).
 func TestInteropKeyVectors(t *testing.T) {
 	rows := vectors.Group[iopKeyRow](t, "interop-mode.json", "key_vectors")
 	for _, row := range rows {
@@ -68,6 +71,11 @@ func TestInteropKeyVectors(t *testing.T) {
 	}
 }
 
+// TestInteropErrorVectors: every interop-mode.json error row is refused: a
+// segment off the grammar (IOP-2, IOP-3), a reserved namespace (IOP-4), a
+// `..` (IOP-5) with ErrInvalidKey and no echo of the segment; an argument
+// outside the data model (IOP-8), an integer out of range among them
+// (IOP-9), with ErrUnsupported (IOP-22, IOP-35).
 func TestInteropErrorVectors(t *testing.T) {
 	rows := vectors.Group[iopErrorRow](t, "interop-mode.json", "error_vectors")
 	for _, row := range rows {
@@ -116,6 +124,11 @@ func iopNoLeak(t *testing.T, err error, segs ...string) {
 	}
 }
 
+// TestInteropSegmentGrammar: namespace and operation match the segment
+// grammar as a whole string (IOP-2), anything else is an error, never
+// normalised (IOP-3), `ns` and `nsapi` are reserved as namespaces (IOP-4)
+// and `..` is refused anywhere in a segment while a lone dot stays valid
+// (IOP-5).
 func TestInteropSegmentGrammar(t *testing.T) {
 	valid := []string{"a", "0", "a.b", "a.", "a-", "a_", "9-lives", "users.fetch.by_id", strings.Repeat("z", 64), "nsapix", "n.s"}
 	invalid := []string{"", ".a", "-a", "_a", "A", "aB", "a..b", "a..", "a b", "a/b", "a:b", "a\n", "\na", "a\x00",

@@ -14,8 +14,8 @@ import (
 func FuzzBoundedDecode(f *testing.F) {
 	seeds := 0
 	for _, group := range []string{"reject_vectors", "accept_vectors"} {
-		for _, r := range vectors.Group[iopBoundsRow](f, "decode-bounds.json", group) {
-			f.Add(r.input(f))
+		for _, r := range vectors.DecodeBounds(f, group) {
+			f.Add(iopBoundsInput(f, r))
 			seeds++
 		}
 	}

@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// TestNormalizeTTL: sub-second TTLs round up to a second, and zero, negative
+// and over-30-day TTLs are ErrInvalidTTL: there is no never-expire TTL to
+// reach by omission (PRE-4).
 func TestNormalizeTTL(t *testing.T) {
 	ok := []struct {
 		in, want time.Duration

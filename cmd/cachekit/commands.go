@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
@@ -245,7 +246,10 @@ func explainEntry(ctx context.Context, g *globalFlags, c *cachekit.Client, key s
 	case g.secure && looksPlain(g, b):
 		return integrityErrorf("entry %s: stored unencrypted (plaintext); read it without --secure", ee.KeyDigest)
 	case !g.secure && !looksPlain(g, b) && len(b) >= encryption.Overhead:
-		return integrityErrorf("entry %s: does not read as plaintext and looks encrypted; pass --secure (with its key and --tenant)", ee.KeyDigest)
+		// The reader's own refusal first (for a plaintext entry the decode
+		// bounds refuse, the structural guard's), then the likelier story.
+		return integrityErrorf("entry %s: %s; it does not read as plaintext and may be encrypted: pass --secure (with its key and --tenant)",
+			ee.KeyDigest, strings.TrimPrefix(ee.Err.Error(), "protocol: "))
 	}
 	return err
 }

@@ -60,11 +60,14 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.As(err, &xe):
 		code, msg = xe.code, xe.msg
-	case errors.Is(err, cachekit.ErrNotFound):
-		code, msg = exitNotFound, "not found"
 	case errors.As(err, &ee):
+		// Before ErrNotFound, which an entry that cannot be opened also
+		// matches (a miss to an application): to an operator it is an
+		// entry that exists and does not open.
 		code = exitIntegrity
 		msg = entryReason(ee)
+	case errors.Is(err, cachekit.ErrNotFound):
+		code, msg = exitNotFound, "not found"
 	case errors.Is(err, cachekit.ErrAuthFailed):
 		code, msg = exitIntegrity, authFailedMsg
 	case errors.Is(err, cachekit.ErrWrongType):
@@ -95,6 +98,8 @@ func entryReason(ee *cachekit.EntryError) string {
 		return where + ": " + authFailedMsg
 	case errors.Is(ee, protocol.ErrPythonFrame):
 		return where + ": written by the Python SDK in auto mode (CK frame); only cachekit-py reads it"
+	case errors.Is(ee, protocol.ErrForeignContainer):
+		return where + ": a ByteStorage envelope, which a --no-compression reader refuses (written with compression on, or another SDK's container)"
 	case errors.Is(ee, protocol.ErrChecksum):
 		return where + ": envelope checksum mismatch (corrupted or tampered)"
 	case errors.As(ee, new(*encryption.LengthError)):

@@ -7,6 +7,7 @@ import (
 
 // TestExitCodes runs every exit code the tool documents, from the
 // situations that produce it.
+// A current key repeated among the previous keys is refused at load (ENC-9).
 func TestExitCodes(t *testing.T) {
 	s := newStack(t)
 	sec := s.with("CACHEKIT_MASTER_KEY=" + testKeyHex)

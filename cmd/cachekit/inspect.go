@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
@@ -77,16 +78,19 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 		}
 		return inspectPythonFrame(r, m, stored)
 	}
-	if !g.secure && !looksPlain(g, stored) && len(stored) >= encryption.Overhead {
-		r.line("encryption", "looks encrypted (neither %s nor msgpack)", containerName(g))
-		printNonce(r, stored, "unauthenticated")
-		return integrityErrorf("entry looks encrypted; pass --secure with $%s (and --tenant) to open it", envMasterKey)
-	}
 	// The client's own open, as get runs it; what it found at each step is
 	// reported below.
 	op, openErr := c.Raw().Open(ctx, key, stored)
 	defer clear(op.Container)
 	defer clear(op.Payload)
+	if !g.secure && !looksPlain(g, stored) && len(stored) >= encryption.Overhead {
+		r.line("encryption", "looks encrypted (neither %s nor msgpack)", containerName(g))
+		printNonce(r, stored, "unauthenticated")
+		// The reader's own refusal too: for a plaintext entry the decode
+		// bounds refuse, the structural guard's.
+		return integrityErrorf("entry does not open as plaintext (%s) and looks encrypted; pass --secure with $%s (and --tenant) to open it",
+			strings.TrimPrefix(fmt.Sprint(openErr), "protocol: "), envMasterKey)
+	}
 	if g.secure {
 		if err := inspectDecrypt(ctx, r, g, e.getenv, key, stored, op, openErr); err != nil {
 			return err
@@ -101,8 +105,9 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 		if err := inspectEnvelope(r, op.Container, op.Payload != nil, openErr); err != nil {
 			return err
 		}
-	} else if _, perr := protocol.ParseEnvelope(op.Container); perr == nil {
-		r.line("note", "the value is itself a ByteStorage envelope: written with compression on? (drop --no-compression)")
+	} else if errors.Is(openErr, protocol.ErrForeignContainer) {
+		r.line("value", "a ByteStorage envelope, which a --no-compression reader refuses")
+		return integrityErrorf("the value is a ByteStorage envelope: written with compression on, or another SDK's container (drop --no-compression)")
 	}
 	if openErr != nil {
 		if op.Payload == nil { // not a step of this report: pass the client's verdict on

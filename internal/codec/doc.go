@@ -7,8 +7,8 @@
 // internal/structdec in front of msgpack.Unmarshal for the struct shapes
 // Get sees most. Interop mode (AppendInterop, DecodeInterop) is the
 // protocol's canonical MessagePack, written by every CacheKit SDK, with
-// times as the datetime sentinel map. Bin reads a []byte or string value
-// without decoding it.
+// times, dates and times of day as the temporal sentinel maps. Bin reads a
+// []byte or string value without decoding it.
 //
 // # Invariants
 //

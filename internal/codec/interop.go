@@ -14,10 +14,12 @@ import (
 
 // Interop values are the protocol's canonical MessagePack, written by every
 // SDK. A reader must take any well-formed document (padded widths, unsorted
-// keys, float32, non-string map keys, ext types), and times travel as the
-// temporal sentinel map {"__datetime__": true, "value": <ISO-8601>}. The
-// functions here bridge that to Go: DecodeInterop reads through the
-// protocol's generic decoder and revives sentinels into time.Time;
+// keys, float32, non-string map keys, ext types), and temporal values
+// travel as the protocol's sentinel maps ({"__datetime__": true, "value":
+// <ISO-8601>}, and __date__ and __time__ likewise). The functions here
+// bridge that to Go: DecodeInterop reads through the protocol's generic
+// decoder and revives every sentinel (time.Time, protocol.Date,
+// protocol.TimeOfDay: protocol.TemporalSentinel);
 // AppendInterop writes the canonical encoding, turning a value the Go
 // encoder produced (times as the timestamp extension) into one the
 // canonical writer takes.
@@ -56,16 +58,17 @@ func AppendInterop(dst []byte, v any, jsonTags bool) ([]byte, error) {
 
 // DecodeInterop decodes an interop payload into dst, which must be a
 // non-nil pointer. A typed destination first tries Decode (most documents
-// are plain); *any, and any document Decode refuses (a datetime sentinel
-// for a time.Time, a non-string map key, an ext), go through the
-// protocol's generic decoder under protocol.DefaultDecodeLimits, with
-// datetime sentinels revived into time.Time. A map key that no Go map can
+// are plain); *any, any document that may hold a temporal sentinel, and any
+// document Decode refuses (a non-string map key, an ext), go through the
+// protocol's generic decoder under protocol.DefaultDecodeLimits, with the
+// sentinels revived (WIRE-20: a datetime into time.Time, a date into
+// protocol.Date, a time of day into protocol.TimeOfDay). A map key that no Go map can
 // hold (bytes, an array, a map, an ext) is an error for a typed
 // destination: only *any can take it.
 func DecodeInterop(payload []byte, dst any, jsonTags bool) error {
-	// Only a document without datetime sentinels may take the plain
+	// Only a document without temporal sentinels may take the plain
 	// decoder: it would hand a sentinel to a map or an any field as a map.
-	if _, isAny := dst.(*any); !isAny && !bytes.Contains(payload, sentinelKey) && Decode(payload, dst, jsonTags) == nil {
+	if _, isAny := dst.(*any); !isAny && !mayHoldSentinel(payload) && Decode(payload, dst, jsonTags) == nil {
 		return nil
 	}
 	v, err := protocol.DecodeMsgpack(payload, protocol.DefaultDecodeLimits)
@@ -87,17 +90,57 @@ func DecodeInterop(payload []byte, dst any, jsonTags bool) error {
 	if err != nil {
 		return err
 	}
-	return Decode(raw, dst, jsonTags)
+	return decodeReviving(raw, dst, jsonTags)
 }
 
-// sentinelKey is the msgpack encoding of the datetime sentinel's key.
-var sentinelKey = append([]byte{0xa0 | byte(len("__datetime__"))}, "__datetime__"...)
+// decodeReviving decodes raw, a revived tree re-encoded by Append, into
+// dst with the msgpack library, reviving every temporal sentinel map it
+// decodes into an interface (a map value, a slice element, an any field):
+// Append writes a protocol.Date or protocol.TimeOfDay as its sentinel map
+// (their MarshalMsgpack), which a typed field reads back through
+// UnmarshalMsgpack but an interface would otherwise hold as a map.
+func decodeReviving(raw []byte, dst any, jsonTags bool) error {
+	dec := msgpack.NewDecoder(bytes.NewReader(raw))
+	dec.SetMapDecoder(func(d *msgpack.Decoder) (any, error) {
+		m, err := d.DecodeMap()
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := protocol.TemporalSentinel(m); ok {
+			return v, nil
+		}
+		return m, nil
+	})
+	if jsonTags {
+		dec.SetCustomStructTag("json")
+	}
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("cachekit: decode value: %w", err)
+	}
+	return nil
+}
 
-// reviveTimes replaces every datetime sentinel map in v with its time.Time.
+// sentinelKeys are the temporal sentinels' keys.
+var sentinelKeys = [][]byte{[]byte("__datetime__"), []byte("__date__"), []byte("__time__")}
+
+// mayHoldSentinel reports whether payload contains a temporal sentinel's
+// key, in whatever str width it was written: if it does not, it holds no
+// sentinel the plain decoder would hand over as a map.
+func mayHoldSentinel(payload []byte) bool {
+	for _, k := range sentinelKeys {
+		if bytes.Contains(payload, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// reviveTimes replaces every temporal sentinel map in v with the Go value
+// it stands for.
 func reviveTimes(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		if t, ok := sentinelTime(x); ok {
+		if t, ok := protocol.TemporalSentinel(x); ok {
 			return t
 		}
 		for k, e := range x {
@@ -113,23 +156,6 @@ func reviveTimes(v any) any {
 		}
 	}
 	return v
-}
-
-// sentinelTime parses {"__datetime__": true, "value": "<ISO-8601>"}.
-func sentinelTime(m map[string]any) (time.Time, bool) {
-	if len(m) != 2 || m["__datetime__"] != true {
-		return time.Time{}, false
-	}
-	s, ok := m["value"].(string)
-	if !ok {
-		return time.Time{}, false
-	}
-	for _, layout := range []string{"2006-01-02T15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // goTree makes a decoded tree encodable by the Go encoder: a Map becomes

@@ -33,7 +33,7 @@ func TestInteropStructRoundTrip(t *testing.T) {
 		t.Fatalf("AppendInterop did not append to dst: % x", raw)
 	}
 	raw = raw[3:]
-	if !bytes.Contains(raw, sentinelKey) {
+	if !bytes.Contains(raw, []byte("\xac__datetime__")) {
 		t.Fatalf("no datetime sentinel in % x", raw)
 	}
 	if err := protocol.CheckMsgpack(raw, protocol.DefaultDecodeLimits); err != nil {
@@ -97,6 +97,9 @@ func TestDecodeInteropMalformed(t *testing.T) {
 	}
 }
 
+// TestSentinelTime: a datetime sentinel revives (protocol.TemporalSentinel)
+// only with exactly its two keys, the marker true and a text that parses;
+// a text without an offset reads as UTC.
 func TestSentinelTime(t *testing.T) {
 	for _, tc := range []struct {
 		m    map[string]any
@@ -110,9 +113,10 @@ func TestSentinelTime(t *testing.T) {
 		{map[string]any{"__datetime__": true, "value": "yesterday"}, time.Time{}, false},
 		{map[string]any{"__datetime__": true, "value": "2026-12-04T20:30:01.5Z", "x": 1}, time.Time{}, false},
 	} {
-		got, ok := sentinelTime(tc.m)
+		v, ok := protocol.TemporalSentinel(tc.m)
+		got, _ := v.(time.Time)
 		if ok != tc.ok || !got.Equal(tc.want) {
-			t.Errorf("sentinelTime(%v) = %v, %v; want %v, %v", tc.m, got, ok, tc.want, tc.ok)
+			t.Errorf("TemporalSentinel(%v) = %v, %v; want %v, %v", tc.m, v, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -20,6 +20,11 @@ type Errors struct {
 	// too).
 	NotFound error
 	Degraded func(error) bool
+	// Unopened reports an entry that could not be opened, which the owner
+	// returns as a miss (it matches NotFound) but the observer reports as
+	// a failure of its class (auth_failed, format): tampering and foreign
+	// writers stay visible on dashboards. Nil: none.
+	Unopened func(error) bool
 	// Closed is the owner's closed-client sentinel.
 	Closed error
 	// Invalid are the owner's refusals of a caller's input before any I/O.
@@ -32,6 +37,8 @@ func (e *Errors) Outcome(err error) (Outcome, Class) {
 	switch {
 	case e.Degraded(err):
 		return Degraded, NoClass
+	case e.Unopened != nil && e.Unopened(err):
+		return Failed, e.Class(err)
 	case errors.Is(err, e.NotFound):
 		return Miss, NoClass
 	}

@@ -12,6 +12,11 @@
 //   - Group fails the test when the file has no such group or the group
 //     decodes to zero rows, so a vector group that yields no cases cannot
 //     pass silently.
+//   - DecodeBounds builds each decode-bounds.json row's input from its
+//     construction and fails the test when it disagrees with the row's
+//     input_hex or input_len; RejectPayloads is every document a reader's
+//     structural guard must refuse (decode-bounds and interop-mode reject
+//     rows), each group failing the test when it is empty.
 //   - WycheproofAESGCM256 returns, hex-decoded, only the cases of groups
 //     with a 256-bit key, a 96-bit IV and a 128-bit tag. It does not fail
 //     when there are none: its callers must check the count.

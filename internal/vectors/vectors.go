@@ -1,6 +1,7 @@
 package vectors
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -110,6 +111,71 @@ func WycheproofAESGCM256(tb testing.TB) []AESGCMCase {
 				Msg: Hex(tb, tc.Msg), CT: Hex(tb, tc.CT), Tag: Hex(tb, tc.Tag),
 			})
 		}
+	}
+	return out
+}
+
+// Payload is one MessagePack document a vector pins, named by its row.
+type Payload struct {
+	Name  string
+	Bytes []byte
+}
+
+// BoundsRow is one row of decode-bounds.json, its input built from its
+// construction.
+type BoundsRow struct {
+	Name          string
+	Input         []byte
+	NestingDepth  int
+	DeclaredSlots uint64
+	RejectReasons []string
+}
+
+// DecodeBounds returns group ("reject_vectors" or "accept_vectors") of
+// decode-bounds.json, each row's input built from its construction
+// (repeat_hex count times, then suffix_hex) and checked against its
+// input_hex, when given, and its input_len.
+func DecodeBounds(tb testing.TB, group string) []BoundsRow {
+	tb.Helper()
+	rows := Group[struct {
+		Name         string `json:"name"`
+		Construction struct {
+			RepeatHex string `json:"repeat_hex"`
+			Count     int    `json:"count"`
+			SuffixHex string `json:"suffix_hex"`
+		} `json:"construction"`
+		InputHex      string   `json:"input_hex"`
+		InputLen      int      `json:"input_len"`
+		NestingDepth  int      `json:"nesting_depth"`
+		DeclaredSlots uint64   `json:"declared_slots"`
+		RejectReasons []string `json:"reject_reasons"`
+	}](tb, "decode-bounds.json", group)
+	out := make([]BoundsRow, 0, len(rows))
+	for _, r := range rows {
+		b := append(bytes.Repeat(Hex(tb, r.Construction.RepeatHex), r.Construction.Count), Hex(tb, r.Construction.SuffixHex)...)
+		if (r.InputHex != "" && !bytes.Equal(b, Hex(tb, r.InputHex))) || len(b) != r.InputLen {
+			tb.Fatalf("vectors: decode-bounds.json %s: construction disagrees with input_hex or input_len", r.Name)
+		}
+		out = append(out, BoundsRow{Name: r.Name, Input: b, NestingDepth: r.NestingDepth, DeclaredSlots: r.DeclaredSlots, RejectReasons: r.RejectReasons})
+	}
+	return out
+}
+
+// RejectPayloads returns every document a reader's structural guard must
+// refuse: decode-bounds.json's reject_vectors and interop-mode.json's
+// reader_reject_vectors (a complete document and a trailing byte). Each
+// group fails the test when it is missing or empty.
+func RejectPayloads(tb testing.TB) []Payload {
+	tb.Helper()
+	var out []Payload
+	for _, r := range DecodeBounds(tb, "reject_vectors") {
+		out = append(out, Payload{Name: r.Name, Bytes: r.Input})
+	}
+	for _, r := range Group[struct {
+		Name       string `json:"name"`
+		MsgpackHex string `json:"msgpack_hex"`
+	}](tb, "interop-mode.json", "reader_reject_vectors") {
+		out = append(out, Payload{Name: r.Name, Bytes: Hex(tb, r.MsgpackHex)})
 	}
 	return out
 }
