@@ -3,8 +3,12 @@ package cachekit
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +72,12 @@ type Client struct {
 	bg  context.Context   // cancelled by Close: background work stops
 	// stopBG cancels bg.
 	stopBG context.CancelFunc
+
+	// marker is the name-key marker's key after the prefix (NameMarker);
+	// markerKick wakes keepMarker, markerWG waits for it.
+	marker     string
+	markerKick chan struct{}
+	markerWG   sync.WaitGroup
 
 	closed     atomic.Bool
 	lastWarn   observe.Limiter
@@ -259,6 +269,7 @@ func (c *Client) closeParts() error {
 	if c.stopBG != nil {
 		c.stopBG()
 	}
+	c.markerWG.Wait()
 	c.rel.Stop()
 	if c.inv != nil && c.inv.Co != nil {
 		_ = c.inv.Co.Close()
@@ -376,11 +387,21 @@ func (c *Client) guardHooks() guard.Hooks {
 	return h
 }
 
-// NameMarkerKey is the key, after Options.KeyPrefix, of the marker New
-// writes with a name key: it holds the name key's fingerprint (hex, 32
-// digits). No opaque name contains ':', so it is never an entry's name;
-// without a name key it is an ordinary key.
-const NameMarkerKey = "cachekit:name-key"
+// NameMarker returns the key, after Options.KeyPrefix, of the marker a
+// Client with a name key keeps for tenant (Encryption.Tenant): it holds the
+// name key's fingerprint (hex, 32 digits). The key is "cachekit:name-key:"
+// and 32 hex digits of a SHA-256 of the tenant: one marker per tenant (the
+// names of two tenants never meet), and no tenant in clear. No opaque
+// name contains ':', so it is never an entry's name.
+func NameMarker(tenant string) string {
+	sum := sha256.Sum256(append([]byte("cachekit name-key marker v1\x00"), tenant...))
+	return "cachekit:name-key:" + hex.EncodeToString(sum[:16])
+}
+
+// markerEvery is how often a Client with a name key writes or checks its
+// marker again where no tracking reports the marker's loss (an eviction,
+// a DEL, FLUSHDB): the bound on how long the marker can stay missing.
+const markerEvery = time.Second
 
 // newNamer returns the Namer of opts' name key, nil without one. A name
 // key the provider supplies (Encryption.NameKeyFromProvider) is fetched
@@ -400,6 +421,11 @@ func (c *Client) newNamer(opts *Options, m *encryption.Manager) (*names.Namer, e
 	if key == nil {
 		return nil, nil
 	}
+	if strings.LastIndex(opts.KeyPrefix, "{") > strings.LastIndex(opts.KeyPrefix, "}") {
+		// No opaque name contains '}': the hash tag would never close, and
+		// keys meant to share a Cluster slot would spread over all of them.
+		return nil, configErr("KeyPrefix: an unclosed '{' with a name key (opaque names never close it)")
+	}
 	// The memo holds about one name per 4 KiB of L1 (16384 at the presets'
 	// 64 MiB), at least 4096.
 	n, err := names.New(key, m.Tenant(), opts.KeyPrefix, max(4096, int(opts.L1MaxBytes>>12)))
@@ -409,32 +435,99 @@ func (c *Client) newNamer(opts *Options, m *encryption.Manager) (*names.Namer, e
 	return n, nil
 }
 
-// checkMarker writes the name key's marker under the prefix, or compares
-// the one Redis holds: a mismatch is a *NameKeyMismatchError, or with
-// Options.WarnNameKeyMismatch a warning. Redis not answering is not an
-// error (New does not need Redis); it is logged.
+// checkMarker writes the name key's marker (NameMarker) under the prefix,
+// or compares the one Redis holds: a mismatch is a *NameKeyMismatchError,
+// or with Options.WarnNameKeyMismatch a warning. Redis not answering is
+// not an error (New does not need Redis); it is logged. Then it starts
+// keeping the marker (keepMarker).
 func (c *Client) checkMarker(warnOnly bool) error {
 	if c.names == nil || c.l2 == nil {
 		return nil
 	}
+	c.marker = NameMarker(c.enc.Tenant())
+	c.markerKick = make(chan struct{}, 1)
 	ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
 	defer cancel()
-	want := c.names.Fingerprint()
-	found, err := c.l2.Marker(ctx, c.fullKey(NameMarkerKey), want)
+	e, err := c.markMarker(ctx)
 	switch {
 	case err != nil:
 		c.warn("could not check the name-key marker: a mixed fleet goes undetected", "", err)
-	case found != want:
-		if !names.IsFingerprint(found) {
-			found = "not a marker"
-		}
-		e := &NameKeyMismatchError{Marker: c.fullKey(NameMarkerKey), Found: found, Want: want}
-		if !warnOnly {
-			return e
-		}
+	case e != nil && !warnOnly:
+		return e
+	case e != nil:
 		c.log.LogAttrs(ctx, slog.LevelWarn, "cachekit: name-key marker mismatch (WarnNameKeyMismatch): "+e.Error())
 	}
+	c.markerWG.Add(1)
+	go c.keepMarker()
 	return nil
+}
+
+// markMarker writes the marker unless Redis holds one, and returns the
+// mismatch when it holds another name key's.
+func (c *Client) markMarker(ctx context.Context) (*NameKeyMismatchError, error) {
+	want := c.names.Fingerprint()
+	found, err := c.l2.Marker(ctx, c.fullKey(c.marker), want)
+	if err != nil || found == want {
+		return nil, err
+	}
+	if !names.IsFingerprint(found) {
+		found = "not a marker"
+	}
+	return &NameKeyMismatchError{Marker: c.fullKey(c.marker), Found: found, Want: want}, nil
+}
+
+// keepMarker writes the marker again once it is lost (evicted, deleted,
+// flushed), so that a Client with another name key starting later is
+// refused: at once when tracking reports the loss (onInvalidation kicks
+// it), else every markerEvery. A mismatch found then (a Client with
+// another name key started while the marker was missing) is counted in
+// Stats.NameKeyMismatches and logged as an error when it starts; this
+// Client goes on serving the entries stored under its own names, which
+// the other Client's writes and deletes do not reach, until an operator
+// gives the fleet one name key.
+func (c *Client) keepMarker() {
+	defer c.markerWG.Done()
+	t := time.NewTicker(markerEvery)
+	defer t.Stop()
+	mismatched := false
+	for {
+		select {
+		case <-c.bg.Done():
+			return
+		case <-c.markerKick:
+		case <-t.C:
+			if c.inv != nil && c.inv.Heard() == l2.ModeTracking {
+				continue // tracking reports the marker's loss
+			}
+		}
+		ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
+		e, err := c.markMarker(ctx)
+		cancel()
+		switch {
+		case err != nil:
+		case e == nil:
+			mismatched = false
+		default:
+			c.stats.NameKeyMismatches.Add(1)
+			if !mismatched {
+				c.log.LogAttrs(context.Background(), slog.LevelError, e.Error()+
+					"; a Client with another name key started while the marker was missing: this Client serves the entries under its own names, which that Client's writes and deletes do not reach")
+			}
+			mismatched = true
+		}
+	}
+}
+
+// markerLost kicks keepMarker when tracking reports the marker key written
+// (keys: local names) or every key (nil: FLUSHDB, FLUSHALL).
+func (c *Client) markerLost(keys []string) {
+	if c.markerKick == nil || keys != nil && !slices.Contains(keys, c.marker) {
+		return
+	}
+	select {
+	case c.markerKick <- struct{}{}:
+	default:
+	}
 }
 
 // local returns the name that stands for key below the public calls: key

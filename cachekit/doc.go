@@ -94,9 +94,11 @@
 // Swap, DeleteMatching and OpenStored work on stored names (Raw.StoredKey).
 // The name key is independent of the master keys: their rotation moves no
 // name; changing or turning on the name key is a cache flush, which the
-// marker New writes under the prefix (NameMarkerKey, holding the name
-// key's fingerprint) catches: New refuses a different one
-// (*NameKeyMismatchError; Options.WarnNameKeyMismatch warns instead).
+// marker each Client keeps under the prefix for its tenant (NameMarker,
+// holding the name key's fingerprint; written again within a second of its
+// loss) catches: New refuses a different one (*NameKeyMismatchError;
+// Options.WarnNameKeyMismatch warns instead), and a running Client that
+// finds one counts it (Stats.NameKeyMismatches) and logs an error.
 // Redis still learns the prefix, sizes, TTLs, the access pattern and which
 // keys share a tag (docs/rotation.md). Interop mode refuses a name key.
 //

@@ -149,6 +149,7 @@ func (c *Client) modeChanged(m l2.Mode, why error) {
 
 // onInvalidation drops the keys reported written from L1; nil: every key.
 func (c *Client) onInvalidation(keys []string) {
+	c.markerLost(keys)
 	if keys == nil {
 		c.flushL1()
 		c.leaseWaits.Wake("", true)

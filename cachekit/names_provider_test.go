@@ -49,7 +49,7 @@ func TestNameKeyFromProvider(t *testing.T) {
 func TestNameKeyMarkerNotQuoted(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
-	if err := rdb.Set(bg, "app:"+NameMarkerKey, "secret-value-of-someone", 0).Err(); err != nil {
+	if err := rdb.Set(bg, "app:"+NameMarker("t1"), "secret-value-of-someone", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	opts := namedOpts(testNameKey)

@@ -367,7 +367,7 @@ func TestNameKeyRawDoor(t *testing.T) {
 		switch {
 		case stored[e.Key]:
 			entries++
-		case e.Key != NameMarkerKey:
+		case e.Key != NameMarker("t1"):
 			t.Errorf("Scan reported %q, neither an entry's stored name nor the marker", e.Key)
 		}
 	}

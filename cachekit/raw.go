@@ -203,7 +203,7 @@ type RawEntry = l2.Entry
 // inspection tools such as the cachekit command's scan; an error from fn
 // stops the walk and is returned. Under a name key pattern matches, and
 // the entries carry, stored (opaque) names, and the walk also reports the
-// name-key marker (NameMarkerKey), whose bytes are not an entry.
+// name-key marker (NameMarker), whose bytes are not an entry.
 func (r Raw) Scan(ctx context.Context, pattern string, fn func([]RawEntry) error) error {
 	return r.ScanFrom(ctx, pattern, 0, func(batch []RawEntry, _ uint64) error {
 		if len(batch) == 0 {

@@ -56,6 +56,11 @@ type Stats struct {
 	// could not be (no client ID read at the handshake, CLIENT KILL
 	// refused): a write abandoned on one may land after a later write.
 	Fences, Unfenced uint64
+	// NameKeyMismatches counts the times this Client, writing its
+	// name-key marker again after its loss, found another name key's
+	// marker (see NameMarker): a fleet with two name keys, where a Delete
+	// by one does not reach the other's copy.
+	NameKeyMismatches uint64
 }
 
 // Stats returns the Client's counters. It works after Close.
@@ -74,6 +79,8 @@ func (c *Client) Stats() Stats {
 		LeaseWaits:     c.stats.LeaseWaits.Load(),
 		LeasesLost:     c.stats.LeasesLost.Load(),
 		UnknownWrites:  c.stats.UnknownWrites.Load(),
+
+		NameKeyMismatches: c.stats.NameKeyMismatches.Load(),
 	}
 	if c.l2 != nil {
 		fs := c.l2.FenceStats()

@@ -204,7 +204,8 @@ func checkNameMarker(g *globalFlags, c *cachekit.Client) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
-	found, err := c.Raw().Get(ctx, cachekit.NameMarkerKey)
+	marker := cachekit.NameMarker(cmp.Or(g.tenant, encryption.DefaultTenant))
+	found, err := c.Raw().Get(ctx, marker)
 	switch {
 	case errors.Is(err, cachekit.ErrNotFound):
 		return nil
@@ -212,7 +213,7 @@ func checkNameMarker(g *globalFlags, c *cachekit.Client) error {
 		return err
 	case string(found) != g.nameFingerprint:
 		return usageErrorf("$%s is not the name key of the clients under this prefix (the marker %s%s holds another fingerprint)",
-			envNameKey, g.prefix, cachekit.NameMarkerKey)
+			envNameKey, g.prefix, marker)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func TestNameKeyRoundTrip(t *testing.T) {
 
 	// The marker shows in scan as one 32-byte entry no keyring opens.
 	for _, line := range strings.Split(tool(t, noName, "scan", "*", "--prefix", "app:", "--secure").want(t, exitOK).stdout, "\n") {
-		if f := strings.Split(line, "\t"); f[0] == cachekit.NameMarkerKey && (len(f) < 4 || f[2] != "none" || f[3] != "32") {
+		if f := strings.Split(line, "\t"); f[0] == cachekit.NameMarker(encryption.DefaultTenant) && (len(f) < 4 || f[2] != "none" || f[3] != "32") {
 			t.Errorf("scan shows the marker as %q", line)
 		}
 	}

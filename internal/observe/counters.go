@@ -18,6 +18,7 @@ type Counters struct {
 	Loads, LoadErrors                      atomic.Uint64
 	LeaseWaits, LeasesLost                 atomic.Uint64
 	Degraded, UnknownWrites                atomic.Uint64
+	NameKeyMismatches                      atomic.Uint64
 }
 
 // OpenFailures is the counter of entries of tier that failed to open.
