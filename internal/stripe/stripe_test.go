@@ -62,6 +62,23 @@ func TestIndexInRangeAndSpreadAcrossGoroutines(t *testing.T) {
 	}
 }
 
+// TestTickCountsOnItsCell: Tick counts like Add(1) and returns its cell's
+// count, so one goroutine's Ticks return 1, 2, 3, ... (one goroutine keeps
+// one stack, hence one cell).
+func TestTickCountsOnItsCell(t *testing.T) {
+	var c Counter
+	c.Add(5)
+	first := c.Tick()
+	for i := uint64(1); i < 100; i++ {
+		if got := c.Tick(); got != first+i {
+			t.Fatalf("Tick %d returned %d, want %d", i, got, first+i)
+		}
+	}
+	if got := c.Load(); got != 105 {
+		t.Fatalf("Load = %d after Add(5) and 100 Ticks, want 105", got)
+	}
+}
+
 func TestAddAllocatesNothing(t *testing.T) {
 	var c Counter
 	if n := testing.AllocsPerRun(100, func() { c.Add(1) }); n != 0 {
