@@ -123,8 +123,8 @@ func TestSpanAndMetric(t *testing.T) {
 // read and a miss are outcomes, not classes.
 func TestErrorsClassAndOutcome(t *testing.T) {
 	notFound, closed, invalid := errors.New("nf"), errors.New("closed"), errors.New("bad input")
-	degraded := errors.New("degraded")
-	e := &Errors{NotFound: notFound, Closed: closed, Invalid: []error{invalid},
+	degraded, unknown := errors.New("degraded"), errors.New("outcome unknown")
+	e := &Errors{NotFound: notFound, Closed: closed, Invalid: []error{invalid}, OutcomeUnknown: unknown,
 		Degraded: func(err error) bool { return errors.Is(err, degraded) }}
 	backend := &l2.BackendError{Op: "get", Err: errors.New("down")}
 	for _, c := range []struct {
@@ -138,6 +138,7 @@ func TestErrorsClassAndOutcome(t *testing.T) {
 		{backend, Redis},
 		{invalid, Invalid},
 		{errors.New("else"), Other},
+		{errors.Join(unknown, &l2.BackendError{Op: "set", Err: context.DeadlineExceeded}), OutcomeUnknown},
 	} {
 		if got := e.Class(c.err); got != c.want {
 			t.Errorf("Class(%v) = %v, want %v", c.err, got, c.want)
@@ -151,6 +152,12 @@ func TestErrorsClassAndOutcome(t *testing.T) {
 	}
 	if out, class := e.Outcome(backend); out != Failed || class != Redis {
 		t.Errorf("failure: %v %v", out, class)
+	}
+	if c := (&Errors{}).Class(context.Canceled); c != Canceled {
+		t.Errorf("without an OutcomeUnknown error: %v", c)
+	}
+	if OutcomeUnknown.String() != "outcome_unknown" || outcomeNames[NegativeHit] != "negative_hit" {
+		t.Errorf("reserved values: %q, %q", OutcomeUnknown.String(), outcomeNames[NegativeHit])
 	}
 }
 
