@@ -152,7 +152,7 @@ func (o *Observer) end(ctx context.Context, oc *Call, r Result, err error) {
 		}
 	}
 	if o.m != nil {
-		o.m.recordOp(ctx, oc.op, r.Tier, out, class, time.Since(epoch)-oc.start)
+		o.m.recordOp(ctx, oc.op, r.Tier, out, class, oc.start)
 	}
 	if oc.span == nil {
 		return

@@ -191,3 +191,112 @@ func TestDigesterFor(t *testing.T) {
 		t.Fatal("no encryption digested with the master key's digest key")
 	}
 }
+
+// collectOps returns the reader's cachekit.operations values and
+// cachekit.operation.duration counts, by their attributes' encoding.
+func collectOps(t *testing.T, reader *sdkmetric.ManualReader) (ops, dur map[string]int64) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(bg, &rm); err != nil {
+		t.Fatal(err)
+	}
+	ops, dur = map[string]int64{}, map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if m.Name == "cachekit.operations" {
+					for _, p := range d.DataPoints {
+						ops[p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
+					}
+				}
+			case metricdata.Histogram[float64]:
+				if m.Name == "cachekit.operation.duration" {
+					for _, p := range d.DataPoints {
+						dur[p.Attributes.Encoded(attribute.DefaultEncoder())] += int64(p.Count)
+					}
+				}
+			}
+		}
+	}
+	return ops, dur
+}
+
+// meteredObserver is an Observer with metrics on mp.
+func meteredObserver(t *testing.T, mp *sdkmetric.MeterProvider) *Observer {
+	t.Helper()
+	o, err := New(Config{Meter: mp, Errors: &Errors{Degraded: func(error) bool { return false }},
+		Snapshot: func() Snapshot { return Snapshot{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+const (
+	getHitL1 = "op=get,outcome=hit,tier=l1"
+	getHitL2 = "op=get,outcome=hit,tier=l2"
+)
+
+// TestL1DurationSampled: every operation is counted; of those L1 answered
+// one in L1Sample is timed (the first, then every L1Sample-th of one
+// goroutine), of those that reached Redis every one.
+func TestL1DurationSampled(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	o := meteredObserver(t, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	defer o.Close()
+	const n = 3*L1Sample + 10
+	for range n {
+		ctx, oc := o.Begin(bg, OpGet, "k", 1)
+		o.End(ctx, oc, Result{Tier: L1}, nil)
+		ctx, oc = o.Begin(bg, OpGet, "k", 1)
+		o.End(ctx, oc, Result{Tier: L2}, nil)
+	}
+	ops, dur := collectOps(t, reader)
+	if ops[getHitL1] != n || ops[getHitL2] != n {
+		t.Fatalf("operations: l1 %d, l2 %d; want %d each (all: %v)", ops[getHitL1], ops[getHitL2], n, ops)
+	}
+	if dur[getHitL1] != 4 || dur[getHitL2] != n {
+		t.Fatalf("duration counts: l1 %d (want 4: the 1st, 65th, 129th, 193rd), l2 %d (want %d)", dur[getHitL1], dur[getHitL2], n)
+	}
+}
+
+// TestOperationsAddUpOnOneProvider: two Observers on one MeterProvider
+// report the sum of their counts under one attribute set; one's Close
+// leaves the sum where it was (no counter going back), and the other's
+// later counts add to it; once both are closed the series ends.
+func TestOperationsAddUpOnOneProvider(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	a, b := meteredObserver(t, mp), meteredObserver(t, mp)
+	hit := func(o *Observer, times int) {
+		for range times {
+			ctx, oc := o.Begin(bg, OpGet, "k", 1)
+			o.End(ctx, oc, Result{Tier: L1}, nil)
+		}
+	}
+	hit(a, 3)
+	hit(b, 5)
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 8 {
+		t.Fatalf("two observers: %d, want 8 (all: %v)", ops[getHitL1], ops)
+	}
+	a.Close()
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 8 {
+		t.Fatalf("after one Close: %d, want 8 (the closed one's counts stay)", ops[getHitL1])
+	}
+	a.Close() // idempotent: its counts are not added twice
+	hit(b, 2)
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 10 {
+		t.Fatalf("after 2 more: %d, want 10", ops[getHitL1])
+	}
+	b.Close()
+	if ops, _ := collectOps(t, reader); len(ops) != 0 {
+		t.Fatalf("every observer closed, still reported: %v", ops)
+	}
+	c := meteredObserver(t, mp) // a new Client on the provider starts a new series
+	defer c.Close()
+	hit(c, 1)
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 1 {
+		t.Fatalf("a new observer after all closed: %d, want 1", ops[getHitL1])
+	}
+}
