@@ -16,6 +16,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -207,27 +208,39 @@ func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
 }
 
 // BenchmarkGetL1HitMetrics: an encrypted L1 hit with no provider, with
-// metrics (no-op and SDK) and with spans (recorded, and not sampled).
+// metrics (no-op and SDK) and with spans (recorded; a root call the
+// sampler drops; a call under an unsampled parent, the default sampler).
 func BenchmarkGetL1HitMetrics(b *testing.B) {
+	unsampled := trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true}))
 	providers := []struct {
 		name string
+		ctx  context.Context
 		opts func(b *testing.B) Options
 	}{
-		{"off", func(*testing.B) Options { return Options{} }},
-		{"noop", func(*testing.B) Options { return Options{MeterProvider: noop.NewMeterProvider()} }},
-		{"sdk", func(b *testing.B) Options {
+		{"off", bg, func(*testing.B) Options { return Options{} }},
+		{"noop", bg, func(*testing.B) Options { return Options{MeterProvider: noop.NewMeterProvider()} }},
+		{"sdk", bg, func(b *testing.B) Options {
 			mp, _ := meterProvider(b)
 			return Options{MeterProvider: mp}
 		}},
 		// A recording tracer that exports nowhere: the cost of building
 		// and ending the span itself.
-		{"tracer-sdk", func(b *testing.B) Options {
+		{"tracer-sdk", bg, func(b *testing.B) Options {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 			return Options{TracerProvider: tp}
 		}},
-		{"tracer-unsampled", func(b *testing.B) Options {
+		// A root call whose span the sampler drops: Start runs.
+		{"tracer-unsampled", bg, func(b *testing.B) Options {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			return Options{TracerProvider: tp}
+		}},
+		// A call under an unsampled parent, the SDK's default sampler
+		// (ParentBased): no Start.
+		{"tracer-parent-unsampled", unsampled, func(b *testing.B) Options {
+			tp := sdktrace.NewTracerProvider()
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 			return Options{TracerProvider: tp}
 		}},
@@ -245,7 +258,7 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				if dst, err = c.AppendValue(bg, dst[:0], "k"); err != nil {
+				if dst, err = c.AppendValue(p.ctx, dst[:0], "k"); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -448,4 +461,16 @@ func TestTwoClientsOnOneMeterProviderAddUp(t *testing.T) {
 	if got, _ := opCounts(t, reader); got[hit] != 8 || got[set] != 3 {
 		t.Fatalf("after one Client's Close: hits %d, sets %d; want 8, 3 (all %v)", got[hit], got[set], got)
 	}
+}
+
+// With an SDK TracerProvider (its default sampler) and a ctx carrying an
+// unsampled parent, an encrypted L1 hit starts no span and allocates
+// nothing.
+func TestAllocsEncryptedAppendValueL1HitUnsampledParent(t *testing.T) {
+	// Not parallel: counts allocations.
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx := trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true}))
+	assertL1HitAllocatesNothingCtx(t, ctx, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), TracerProvider: tp})
 }

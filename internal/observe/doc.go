@@ -28,6 +28,11 @@
 //     answer and one in L1Sample of those it did, decided by the count's
 //     own Tick: an L1 hit reads the clock once, not twice, and records
 //     nothing 63 times in 64.
+//   - Under a valid parent span that is neither sampled nor recording no
+//     span starts (the SDK's default sampler, ParentBased, would not
+//     sample it): a check of ctx, no Start, no allocation, unless
+//     Config.SpansUnderUnsampledParents. With neither a span nor metrics,
+//     Begin returns no Call.
 //   - Counters (Stats' counts) are always on, providers or not, and each
 //     count is one atomic add (the L1 hits a striped one): the hot path
 //     bumps them.

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/l2"
@@ -298,5 +299,66 @@ func TestOperationsAddUpOnOneProvider(t *testing.T) {
 	hit(c, 1)
 	if ops, _ := collectOps(t, reader); ops[getHitL1] != 1 {
 		t.Fatalf("a new observer after all closed: %d, want 1", ops[getHitL1])
+	}
+}
+
+// parentCtx returns bg carrying a remote parent span context, sampled or
+// not.
+func parentCtx(sampled bool) context.Context {
+	cfg := trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, Remote: true}
+	if sampled {
+		cfg.TraceFlags = trace.FlagsSampled
+	}
+	return trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(cfg))
+}
+
+// recordOnly samples nothing but records every span.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+}
+func (recordOnly) Description() string { return "recordOnly" }
+
+// TestUnsampledParentStartsNoSpan: under a valid parent that is neither
+// sampled nor recording, Begin starts no span (it returns ctx as it is,
+// and no Call without metrics), even for a sampler that would sample the
+// child; SpansUnderUnsampledParents starts it. A root call, a sampled
+// parent and a recording parent each get their span.
+func TestUnsampledParentStartsNoSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	newObs := func(all bool) *Observer {
+		o, err := New(Config{Tracer: tp, Digest: func(string) string { return "d" }, SpansUnderUnsampledParents: all,
+			Errors: &Errors{Degraded: func(error) bool { return false }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := newObs(false)
+	unsampled := parentCtx(false)
+	ctx, oc := o.Begin(unsampled, OpGet, "k", 1)
+	if ctx != unsampled || oc != nil {
+		t.Fatal("an unsampled parent: Begin started something")
+	}
+	o.End(ctx, oc, Result{Tier: L1}, nil)
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("an unsampled parent: %d spans, want 0", n)
+	}
+	recording, parent := sdktrace.NewTracerProvider(sdktrace.WithSampler(recordOnly{})).Tracer("t").Start(bg, "parent")
+	defer parent.End()
+	for i, ctx := range []context.Context{bg, parentCtx(true), recording} {
+		ctx, oc := o.Begin(ctx, OpGet, "k", 1)
+		o.End(ctx, oc, Result{Tier: L1}, nil)
+		if n := len(rec.Ended()); n != i+1 {
+			t.Fatalf("case %d (root, sampled parent, recording parent): %d spans, want %d", i, n, i+1)
+		}
+	}
+	all := newObs(true)
+	ctx, oc = all.Begin(unsampled, OpGet, "k", 1)
+	all.End(ctx, oc, Result{Tier: L1}, nil)
+	if n := len(rec.Ended()); n != 4 {
+		t.Fatalf("SpansUnderUnsampledParents under an unsampled parent: %d spans, want 4", n)
 	}
 }
