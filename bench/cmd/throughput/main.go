@@ -35,6 +35,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cachekit-io/cachekit-go/bench/internal/redisserver"
 	"github.com/cachekit-io/cachekit-go/cachekit"
@@ -51,6 +54,7 @@ type row struct {
 	op      op
 	rounds  []float64 // ops/s per round
 	cpu     []float64 // Redis CPU µs per op, per round
+	vs      string    // a row of the same callers this one is divided by, round by round
 }
 
 const keys = 1024 // the rows read keys[i%keys]
@@ -115,7 +119,7 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	// L1 (and Invalidation, as Production runs it) and auto-pipelining on.
 	// The L1 client has a KeyPrefix of its own, so its broadcast tracking
 	// hears only its own keys' writes, not every other row's.
-	newCK := func(on bool, l1 int64) (*cachekit.Client, error) {
+	newCK := func(on bool, l1 int64, mp metric.MeterProvider) (*cachekit.Client, error) {
 		o := *opt
 		o.AutoPipelineOptions = ckPipeline
 		rdb := redis.NewClient(&o)
@@ -124,8 +128,9 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			prefix = "l1:"
 		}
 		c, err := cachekit.New(cachekit.Options{Redis: rdb, DisableAutoPipeline: !on, L1MaxBytes: l1, KeyPrefix: prefix,
-			Invalidation: map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
-			Encryption:   &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}})
+			Invalidation:  map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
+			Encryption:    &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)},
+			MeterProvider: mp})
 		if err != nil {
 			_ = rdb.Close()
 			return nil, err
@@ -134,18 +139,29 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	}
 	clients := map[bool]*cachekit.Client{}
 	for _, on := range []bool{false, true} {
-		c, err := newCK(on, 0)
+		c, err := newCK(on, 0, nil)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		clients[on] = c
 	}
-	withL1, err := newCK(true, 64<<20)
+	withL1, err := newCK(true, 64<<20, nil)
 	if err != nil {
 		return err
 	}
 	defer withL1.Close()
+	// The same Client as clients[true], its keys too, with metrics on: an
+	// SDK MeterProvider whose reader is collected once, at the end, as a
+	// scrape every few seconds would be.
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(ctx) }()
+	metered, err := newCK(true, 0, mp)
+	if err != nil {
+		return err
+	}
+	defer metered.Close()
 	for i := range keys {
 		if err := plain.Set(ctx, name(i), value, 0).Err(); err != nil {
 			return err
@@ -173,6 +189,10 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 		{"cachekit Get (enc, L1 off, pipelining on)", func(ctx context.Context, i int) error {
 			var v []byte
 			return clients[true].Get(ctx, "ck"+name(i), &v)
+		}},
+		{metricsRow, func(ctx context.Context, i int) error {
+			var v []byte
+			return metered.Get(ctx, "ck"+name(i), &v)
 		}},
 	}
 	// mix makes a 95/5 read/write row of read and write: every 20th call
@@ -213,7 +233,11 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			return fmt.Errorf("-callers: %w", err)
 		}
 		for _, g := range getRows {
-			rows = append(rows, &row{name: g.name, callers: n, op: g.op})
+			r := &row{name: g.name, callers: n, op: g.op}
+			if g.name == metricsRow {
+				r.vs = "cachekit Get (enc, L1 off, pipelining on)"
+			}
+			rows = append(rows, r)
 		}
 		for _, m := range mixRows {
 			rows = append(rows, &row{name: m.name, callers: n, op: m.op})
@@ -278,6 +302,30 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 		s := slices.Sorted(slices.Values(rw.rounds))
 		c := slices.Sorted(slices.Values(rw.cpu))
 		fmt.Printf("%-48s %7d %12.1fk %11.1fk - %.1fk %16.2f\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3, c[len(c)/2])
+	}
+	for _, rw := range rows {
+		if base := find(rows, rw.vs, rw.callers); base != nil {
+			r := make([]float64, len(rw.rounds))
+			for i := range r {
+				r[i] = rw.rounds[i] / base.rounds[i]
+			}
+			slices.Sort(r)
+			fmt.Printf("%s ÷ %s at %d callers, paired by round: median %.3f (%.3f - %.3f), %d rounds\n",
+				rw.name, base.name, rw.callers, r[len(r)/2], r[0], r[len(r)-1], len(r))
+		}
+	}
+	return reader.Collect(ctx, &metricdata.ResourceMetrics{})
+}
+
+// metricsRow is the encrypted Get with L1 off and an SDK MeterProvider.
+const metricsRow = "cachekit Get (enc, L1 off, pipelining on, metrics)"
+
+// find returns the row called name at callers, nil when there is none.
+func find(rows []*row, name string, callers int) *row {
+	for _, r := range rows {
+		if name != "" && r.name == name && r.callers == callers {
+			return r
+		}
 	}
 	return nil
 }
