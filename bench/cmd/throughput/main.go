@@ -8,9 +8,13 @@
 // read with L1 on, rueidis's GET beside a GET+PTTL sent together. Each
 // round runs every row once for -d, in one order in odd rounds and the
 // reverse in even ones; a row's result is the median of its rounds in
-// ops/s, with the lowest and highest round as its spread, and the Redis
-// CPU (INFO used_cpu_user + used_cpu_sys) each operation cost, median of
-// the rounds.
+// ops/s, with the lowest and highest round as its spread, the Redis CPU
+// (INFO used_cpu_user + used_cpu_sys) each operation cost and this
+// process's (the clients': getrusage, user + system), medians of the
+// rounds. The encrypted Get with L1 off also runs with an OpenTelemetry
+// SDK MeterProvider (issue 46); its throughput and client CPU are also
+// given relative to the same row without one, paired by round (median and
+// spread).
 //
 //	cd bench && go run ./cmd/throughput -rounds 5 -d 2s
 //	cd bench && go run ./cmd/throughput -rows 'mix'   # only rows matching
@@ -31,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +59,7 @@ type row struct {
 	op      op
 	rounds  []float64 // ops/s per round
 	cpu     []float64 // Redis CPU µs per op, per round
+	own     []float64 // this process's CPU µs per op, per round
 	vs      string    // a row of the same callers this one is divided by, round by round
 }
 
@@ -284,7 +290,9 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			if err != nil {
 				return err
 			}
+			own0 := processCPU()
 			ops, n, err := measure(rw.op, rw.callers, d)
+			own1 := processCPU()
 			if err != nil {
 				return fmt.Errorf("%s at %d: %w", rw.name, rw.callers, err)
 			}
@@ -294,14 +302,16 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			}
 			rw.rounds = append(rw.rounds, ops)
 			rw.cpu = append(rw.cpu, (cpu1-cpu0)*1e6/float64(n))
+			rw.own = append(rw.own, (own1-own0)*1e6/float64(n))
 		}
 		fmt.Fprintf(os.Stderr, "round %d of %d done\n", r+1, rounds)
 	}
-	fmt.Printf("%-48s %7s %12s %25s %16s\n", "row", "callers", "median op/s", "spread (min - max)", "Redis CPU µs/op")
+	fmt.Printf("%-48s %7s %12s %25s %16s %17s\n", "row", "callers", "median op/s", "spread (min - max)", "Redis CPU µs/op", "client CPU µs/op")
 	for _, rw := range rows {
 		s := slices.Sorted(slices.Values(rw.rounds))
 		c := slices.Sorted(slices.Values(rw.cpu))
-		fmt.Printf("%-48s %7d %12.1fk %11.1fk - %.1fk %16.2f\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3, c[len(c)/2])
+		o := slices.Sorted(slices.Values(rw.own))
+		fmt.Printf("%-48s %7d %12.1fk %11.1fk - %.1fk %16.2f %17.2f\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3, c[len(c)/2], o[len(o)/2])
 	}
 	for _, rw := range rows {
 		if base := find(rows, rw.vs, rw.callers); base != nil {
@@ -312,6 +322,11 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			slices.Sort(r)
 			fmt.Printf("%s ÷ %s at %d callers, paired by round: median %.3f (%.3f - %.3f), %d rounds\n",
 				rw.name, base.name, rw.callers, r[len(r)/2], r[0], r[len(r)-1], len(r))
+			for i := range r {
+				r[i] = rw.own[i] - base.own[i]
+			}
+			slices.Sort(r)
+			fmt.Printf("  client CPU per op, paired by round: %+.2f µs (%+.2f - %+.2f)\n", r[len(r)/2], r[0], r[len(r)-1])
 		}
 	}
 	return reader.Collect(ctx, &metricdata.ResourceMetrics{})
@@ -328,6 +343,16 @@ func find(rows []*row, name string, callers int) *row {
 		}
 	}
 	return nil
+}
+
+// processCPU is the CPU time this process has used, in seconds (user +
+// system).
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // redisCPU is the CPU time the Redis server has used, in seconds (INFO
