@@ -83,101 +83,101 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 		return nil, err
 	}
 	if mt.loads, err = m.Int64Counter("cachekit.loader.calls",
-		metric.WithDescription("Loader runs (GetOrLoad, MGetOrLoad, SWR refreshes) by outcome")); err != nil {
+		metric.WithDescription("Loader runs (GetOrLoad, MGetOrLoad, SWR refreshes) by outcome"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.loadDur, err = m.Float64Histogram("cachekit.loader.duration", metric.WithUnit("s"),
-		metric.WithDescription("Loader run time by outcome"),
+		metric.WithDescription("Loader run time by outcome"+descRecorded),
 		metric.WithExplicitBucketBoundaries(1e-4, 1e-3, 5e-3, 0.02, 0.1, 0.5, 2, 10)); err != nil {
 		return nil, err
 	}
 	if mt.decryptFail, err = m.Int64Counter("cachekit.decrypt.failures",
-		metric.WithDescription("Entries that failed to authenticate or unwrap, by tier and reason")); err != nil {
+		metric.WithDescription("Entries that failed to authenticate or unwrap, by tier and reason"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.retries, err = m.Int64Counter("cachekit.l2.retries",
-		metric.WithDescription("Redis operations retried after a transient error")); err != nil {
+		metric.WithDescription("Redis operations retried after a transient error"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.swr, err = m.Int64Counter("cachekit.swr.refreshes",
-		metric.WithDescription("Background stale-while-revalidate refreshes by outcome")); err != nil {
+		metric.WithDescription("Background stale-while-revalidate refreshes by outcome"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.inval, err = m.Int64Counter("cachekit.invalidations.applied",
-		metric.WithDescription("L1 entries dropped on another instance's invalidation")); err != nil {
+		metric.WithDescription("L1 entries dropped on another instance's invalidation"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.brkTrans, err = m.Int64Counter("cachekit.breaker.transitions",
-		metric.WithDescription("Circuit breaker state changes, by the state entered")); err != nil {
+		metric.WithDescription("Circuit breaker state changes, by the state entered"+descRecorded)); err != nil {
 		return nil, err
 	}
 	l1Size, err := m.Int64ObservableGauge("cachekit.l1.size", metric.WithUnit("By"),
-		metric.WithDescription("Bytes L1 charges for its entries: sealed bytes plus per-entry overhead"))
+		metric.WithDescription("Bytes L1 charges for its entries: sealed bytes plus per-entry overhead"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	l1Evict, err := m.Int64ObservableCounter("cachekit.l1.evictions",
-		metric.WithDescription("L1 entries evicted to make room"))
+		metric.WithDescription("L1 entries evicted to make room"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	l1Reject, err := m.Int64ObservableCounter("cachekit.l1.rejections",
-		metric.WithDescription("L1 writes refused by admission"))
+		metric.WithDescription("L1 writes refused by admission"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	nonces, err := m.Int64ObservableCounter("cachekit.encrypt.nonces",
-		metric.WithDescription("Values sealed: the nonce counter of this Client's encryptor"))
+		metric.WithDescription("Values sealed: the nonce counter of this Client's encryptor"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	keyIdx, err := m.Int64ObservableCounter("cachekit.decrypt.key_index",
-		metric.WithDescription("Successful decryptions by keyring index (0 current, 1.. previous keys)"))
+		metric.WithDescription("Successful decryptions by keyring index (0 current, 1.. previous keys)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	brk, err := m.Int64ObservableGauge("cachekit.breaker.state",
-		metric.WithDescription("Circuit breaker state: 0 closed, 1 open, 2 half-open"))
+		metric.WithDescription("Circuit breaker state: 0 closed, 1 open, 2 half-open"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	invLosses, err := m.Int64ObservableCounter("cachekit.invalidation.losses",
-		metric.WithDescription("Times invalidation tracking was lost (L1 flushed and bypassed until it is back)"))
+		metric.WithDescription("Times invalidation tracking was lost (L1 flushed and bypassed until it is back)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	invTracking, err := m.Int64ObservableGauge("cachekit.invalidation.tracking",
-		metric.WithDescription("1 while every Redis node is tracked (L1 in use), 0 while tracking is down"))
+		metric.WithDescription("1 while every Redis node is tracked (L1 in use), 0 while tracking is down"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	invPubFail, err := m.Int64ObservableCounter("cachekit.invalidation.publish_failures",
-		metric.WithDescription("Writes whose invalidation message could not be published (the value was stored)"))
+		metric.WithDescription("Writes whose invalidation message could not be published (the value was stored)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	invMode, err := m.Int64ObservableGauge("cachekit.invalidation.mode",
-		metric.WithDescription("What keeps L1 coherent: 0 none (L1 bypassed), 1 tracking, 2 pubsub fallback (tracking refused), 3 lifetime only"))
+		metric.WithDescription("What keeps L1 coherent: 0 none (L1 bypassed), 1 tracking, 2 pubsub fallback (tracking refused), 3 lifetime only"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	invRefusals, err := m.Int64ObservableCounter("cachekit.invalidation.refusals",
-		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE (once until it is allowed again)"))
+		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE (once until it is allowed again)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	refused, err := m.Int64ObservableCounter("cachekit.breaker.refused",
-		metric.WithDescription("Redis calls the open circuit breaker refused"))
+		metric.WithDescription("Redis calls the open circuit breaker refused"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	shed, err := m.Int64ObservableCounter("cachekit.l2.shed",
-		metric.WithDescription("Redis calls refused by backpressure (MaxInFlight)"))
+		metric.WithDescription("Redis calls refused by backpressure (MaxInFlight)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	degraded, err := m.Int64ObservableCounter("cachekit.l2.degraded",
-		metric.WithDescription("Redis failures FailOpen absorbed (reads turned into misses, writes absorbed)"))
+		metric.WithDescription("Redis failures FailOpen absorbed (reads turned into misses, writes absorbed)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
@@ -239,13 +239,23 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 	return mt, nil
 }
 
+// What each instrument's description adds about what a dashboard keeps and
+// loses: whether its points carry exemplars and how the Clients on one
+// MeterProvider add up (cachekit.operations and cachekit.operation.duration
+// say it in their own descriptions).
+const (
+	descRecorded        = ". Recorded as it happens: exemplars link points to sampled traces; the Clients on one MeterProvider add up"
+	descObservedCounter = ". Read at collection: no exemplars; each Client reports its own, the SDK adds them, and a closed Client's share leaves the sum"
+	descGauge           = ". Read at collection: no exemplars; with several Clients on one MeterProvider, one Client's value"
+)
+
 // durDescription is cachekit.operation.duration's description: what a
 // dashboard gets from it.
 const durDescription = "Latency of public operations by op, tier, outcome and error.type." +
 	" Every operation that reached Redis or ran a loader (tier l2, none) is recorded;" +
 	" of those L1 answered (tier l1), one in 64: the count of tier l1 is no rate (use cachekit.operations)," +
 	" and a quantile across tiers under-weights L1." +
-	" Recorded points keep exemplars linking them to sampled traces"
+	" Recorded points keep exemplars linking them to sampled traces; the Clients on one MeterProvider add up"
 
 // recordOp counts one public operation that began at start (since epoch)
 // and records its duration: every one that L1 did not answer, one in

@@ -362,3 +362,44 @@ func TestUnsampledParentStartsNoSpan(t *testing.T) {
 		t.Fatalf("SpansUnderUnsampledParents under an unsampled parent: %d spans, want 4", n)
 	}
 }
+
+// TestDescriptionsSayWhatADashboardKeeps: every instrument's description
+// says whether its points carry exemplars and how two Clients on one
+// MeterProvider add up.
+func TestDescriptionsSayWhatADashboardKeeps(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	o, err := New(Config{Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		Errors: &Errors{Degraded: func(error) bool { return false }},
+		Snapshot: func() Snapshot {
+			return Snapshot{HasL1: true, HasEncryption: true, HasGuard: true, HasInvalidation: true}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx, oc := o.Begin(bg, OpGet, "k", 1)
+	o.End(ctx, oc, Result{Tier: L1}, nil)
+	_, done := o.StartLoad(bg, func(error) bool { return false })
+	done(nil)
+	o.OpenFailed(bg, L1, errors.New("x"))
+	o.Retry(bg)
+	o.SWRRefresh(bg, true)
+	o.BreakerTransition(bg, 1)
+	o.Invalidation(bg)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(bg, &rm); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			n++
+			if !strings.Contains(m.Description, "exemplars") || !strings.Contains(m.Description, "Client") {
+				t.Errorf("%s: description %q says nothing of exemplars or of several Clients", m.Name, m.Description)
+			}
+		}
+	}
+	if n != 23 {
+		t.Errorf("%d instruments collected, want all 23", n)
+	}
+}
