@@ -403,3 +403,47 @@ func TestDescriptionsSayWhatADashboardKeeps(t *testing.T) {
 		t.Errorf("%d instruments collected, want all 23", n)
 	}
 }
+
+// TestCloseDuringCollection: Observers on one MeterProvider close (the last
+// one unregistering the callback) while collections run: no deadlock
+// between the SDK's lock, held while it calls the callback, and the
+// callback's own.
+func TestCloseDuringCollection(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	stop, collected := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				var rm metricdata.ResourceMetrics
+				_ = reader.Collect(bg, &rm)
+			}
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 300 {
+			o, err := New(Config{Meter: mp, Errors: &Errors{Degraded: func(error) bool { return false }},
+				Snapshot: func() Snapshot { return Snapshot{} }})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ctx, oc := o.Begin(bg, OpGet, "k", 1)
+			o.End(ctx, oc, Result{Tier: L1}, nil)
+			o.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("300 Observers closing during collections did not finish in 30 s: a deadlock")
+	}
+	close(stop)
+	<-collected
+}

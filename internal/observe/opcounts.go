@@ -182,22 +182,24 @@ func (t *opTotals) observe(_ context.Context, o metric.Observer) error {
 
 // leave removes c from t, keeping its counts in the sum; the last Client
 // to leave unregisters the callback (the provider's series then end, as a
-// shut-down provider's do).
+// shut-down provider's do). Unregister waits for the SDK's lock, which a
+// collection holds while it calls observe: it runs without t.mu.
 func (t *opTotals) leave(mp metric.MeterProvider, c *opCounts) {
 	providers.Lock()
 	defer providers.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.clients[c]; !ok {
+	_, ok := t.clients[c]
+	if ok {
+		delete(t.clients, c)
+		c.addTo(t.retired)
+	}
+	last := ok && len(t.clients) == 0
+	t.mu.Unlock()
+	if !last {
 		return
 	}
-	delete(t.clients, c)
-	c.addTo(t.retired)
-	if len(t.clients) > 0 {
-		return
-	}
-	_ = t.reg.Unregister()
 	if providers.m[mp] == t {
 		delete(providers.m, mp)
 	}
+	_ = t.reg.Unregister()
 }
