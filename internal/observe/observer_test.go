@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +397,9 @@ func TestDescriptionsSayWhatADashboardKeeps(t *testing.T) {
 			n++
 			if !strings.Contains(m.Description, "exemplars") || !strings.Contains(m.Description, "Client") {
 				t.Errorf("%s: description %q says nothing of exemplars or of several Clients", m.Name, m.Description)
+			}
+			if m.Name == "cachekit.operation.duration" && !strings.Contains(m.Description, "one in "+strconv.Itoa(L1Sample)) {
+				t.Errorf("%s: description %q does not give the sampling, one in %d", m.Name, m.Description, L1Sample)
 			}
 		}
 	}
