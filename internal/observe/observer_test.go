@@ -194,29 +194,37 @@ func TestDigesterFor(t *testing.T) {
 	}
 }
 
-// collectOps returns the reader's cachekit.operations values and
-// cachekit.operation.duration counts, by their attributes' encoding.
-func collectOps(t *testing.T, reader *sdkmetric.ManualReader) (ops, dur map[string]int64) {
+// metricsOf collects reader and returns every instrument's data.
+func metricsOf(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.Metrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(bg, &rm); err != nil {
 		t.Fatal(err)
 	}
-	ops, dur = map[string]int64{}, map[string]int64{}
+	var out []metricdata.Metrics
 	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				if m.Name == "cachekit.operations" {
-					for _, p := range d.DataPoints {
-						ops[p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
-					}
+		out = append(out, sm.Metrics...)
+	}
+	return out
+}
+
+// collectOps returns the reader's cachekit.operations values and
+// cachekit.operation.duration counts, by their attributes' encoding.
+func collectOps(t *testing.T, reader *sdkmetric.ManualReader) (ops, dur map[string]int64) {
+	t.Helper()
+	ops, dur = map[string]int64{}, map[string]int64{}
+	for _, m := range metricsOf(t, reader) {
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			if m.Name == "cachekit.operations" {
+				for _, p := range d.DataPoints {
+					ops[p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
 				}
-			case metricdata.Histogram[float64]:
-				if m.Name == "cachekit.operation.duration" {
-					for _, p := range d.DataPoints {
-						dur[p.Attributes.Encoded(attribute.DefaultEncoder())] += int64(p.Count)
-					}
+			}
+		case metricdata.Histogram[float64]:
+			if m.Name == "cachekit.operation.duration" {
+				for _, p := range d.DataPoints {
+					dur[p.Attributes.Encoded(attribute.DefaultEncoder())] += int64(p.Count)
 				}
 			}
 		}
@@ -387,24 +395,17 @@ func TestDescriptionsSayWhatADashboardKeeps(t *testing.T) {
 	o.SWRRefresh(bg, true)
 	o.BreakerTransition(bg, 1)
 	o.Invalidation(bg)
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(bg, &rm); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			n++
-			if !strings.Contains(m.Description, "exemplars") || !strings.Contains(m.Description, "Client") {
-				t.Errorf("%s: description %q says nothing of exemplars or of several Clients", m.Name, m.Description)
-			}
-			if m.Name == "cachekit.operation.duration" && !strings.Contains(m.Description, "one in "+strconv.Itoa(L1Sample)) {
-				t.Errorf("%s: description %q does not give the sampling, one in %d", m.Name, m.Description, L1Sample)
-			}
+	all := metricsOf(t, reader)
+	for _, m := range all {
+		if !strings.Contains(m.Description, "exemplars") || !strings.Contains(m.Description, "Client") {
+			t.Errorf("%s: description %q says nothing of exemplars or of several Clients", m.Name, m.Description)
+		}
+		if m.Name == "cachekit.operation.duration" && !strings.Contains(m.Description, "one in "+strconv.Itoa(L1Sample)) {
+			t.Errorf("%s: description %q does not give the sampling, one in %d", m.Name, m.Description, L1Sample)
 		}
 	}
-	if n != 23 {
-		t.Errorf("%d instruments collected, want all 23", n)
+	if len(all) != 23 {
+		t.Errorf("%d instruments collected, want all 23", len(all))
 	}
 }
 
