@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -96,6 +97,13 @@ func TestAllocsEncryptedAppendValueL1Hit(t *testing.T) {
 // sync.Pool keeps its items (make test runs them in a second pass).
 func assertL1HitAllocatesNothing(t *testing.T, opts Options) *Client {
 	t.Helper()
+	return assertL1HitAllocatesNothingCtx(t, bg, opts)
+}
+
+// assertL1HitAllocatesNothingCtx is assertL1HitAllocatesNothing with the
+// reads called with ctx.
+func assertL1HitAllocatesNothingCtx(t *testing.T, ctx context.Context, opts Options) *Client {
+	t.Helper()
 	if testenv.RaceEnabled {
 		t.Skip("allocation budgets are asserted without -race (make test runs them in a second pass)")
 	}
@@ -103,12 +111,12 @@ func assertL1HitAllocatesNothing(t *testing.T, opts Options) *Client {
 	val := fixture.NewBytes(100)
 	mustSetTTL(t, c, "k", val, time.Hour)
 	dst := make([]byte, 0, 128)
-	out, err := c.AppendValue(bg, dst[:0], "k") // a first read creates metric series
+	out, err := c.AppendValue(ctx, dst[:0], "k") // a first read creates metric series
 	if err != nil || !bytes.Equal(out, val) {
 		t.Fatalf("AppendValue: %v", err)
 	}
 	allocs := testing.AllocsPerRun(200, func() {
-		out, err = c.AppendValue(bg, dst[:0], "k")
+		out, err = c.AppendValue(ctx, dst[:0], "k")
 	})
 	if err != nil || !bytes.Equal(out, val) {
 		t.Fatalf("AppendValue: %v", err)

@@ -188,7 +188,7 @@ func (c *Client) build(opts Options) error {
 		c.ownsRedis = true
 	}
 	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
-		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot})
+		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot, SpansUnderUnsampledParents: opts.SpansUnderUnsampledParents})
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,14 @@
 package cachekit
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // TestErrorClasses: each mistake has one class a caller can branch on, and
@@ -73,5 +76,19 @@ func TestErrorClasses(t *testing.T) {
 	var ee *EntryError
 	if !errors.Is(err, ErrAuthFailed) || !errors.As(err, &ee) {
 		t.Errorf("Get of a 5-byte encrypted entry = %v, want an *EntryError matching ErrAuthFailed", err)
+	}
+}
+
+// A write whose outcome is unknown is classed outcome_unknown in metrics
+// and warnings, before the deadline that ended it.
+func TestUnknownWriteClass(t *testing.T) {
+	t.Parallel()
+	err := &BackendError{Op: "set", Err: context.DeadlineExceeded}
+	if c := errClasses.Class(err); c == observe.OutcomeUnknown {
+		t.Fatalf("a plain deadline classed %v", c)
+	}
+	unknown := l2.OutcomeUnknown("set", context.DeadlineExceeded)
+	if c := errClasses.Class(unknown); c != observe.OutcomeUnknown || c.String() != "outcome_unknown" {
+		t.Fatalf("a write of unknown outcome classed %v, want outcome_unknown", c)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
 	"github.com/cachekit-io/cachekit-go/internal/observe"
@@ -64,9 +68,10 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 }
 
 // TestMetricsRecorded: every public operation and the loader are counted
-// and timed once, by op, the tier that answered or took it, the outcome
-// and, for errors, the class a caller would branch on; the scope carries
-// the module's version.
+// once, by op, the tier that answered or took it, the outcome and, for
+// errors, the class a caller would branch on, and timed (every one that
+// reached Redis or ran a loader, the first of those L1 answered); the scope
+// carries the module's version.
 func TestMetricsRecorded(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
@@ -156,7 +161,8 @@ func TestMetricsRecorded(t *testing.T) {
 		"cachekit.operations{op=mget_or_load,outcome=loaded,tier=l2}":                           1,
 		"cachekit.operations{op=delete,outcome=ok,tier=l2}":                                     1,
 		"cachekit.operation.duration{op=set,outcome=ok,tier=l2}":                                2,
-		"cachekit.operation.duration{op=get,outcome=hit,tier=l1}":                               3,
+		"cachekit.operation.duration{op=get,outcome=hit,tier=l1}":                               1, // one in 64 L1 answers, the first
+		"cachekit.operation.duration{op=get,outcome=miss,tier=l2}":                              1, // every Redis round trip
 		"cachekit.operation.duration{error.type=loader,op=get_or_load,outcome=error,tier=none}": 2,
 		"cachekit.loader.calls{outcome=ok}":                                                     2,
 		"cachekit.loader.calls{outcome=error}":                                                  2, // the loader error and the panic
@@ -202,27 +208,39 @@ func TestAllocsEncryptedAppendValueL1HitSDKMetrics(t *testing.T) {
 }
 
 // BenchmarkGetL1HitMetrics: an encrypted L1 hit with no provider, with
-// metrics (no-op and SDK) and with spans (recorded, and not sampled).
+// metrics (no-op and SDK) and with spans (recorded; a root call the
+// sampler drops; a call under an unsampled parent, the default sampler).
 func BenchmarkGetL1HitMetrics(b *testing.B) {
+	unsampled := trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true}))
 	providers := []struct {
 		name string
+		ctx  context.Context
 		opts func(b *testing.B) Options
 	}{
-		{"off", func(*testing.B) Options { return Options{} }},
-		{"noop", func(*testing.B) Options { return Options{MeterProvider: noop.NewMeterProvider()} }},
-		{"sdk", func(b *testing.B) Options {
+		{"off", bg, func(*testing.B) Options { return Options{} }},
+		{"noop", bg, func(*testing.B) Options { return Options{MeterProvider: noop.NewMeterProvider()} }},
+		{"sdk", bg, func(b *testing.B) Options {
 			mp, _ := meterProvider(b)
 			return Options{MeterProvider: mp}
 		}},
 		// A recording tracer that exports nowhere: the cost of building
 		// and ending the span itself.
-		{"tracer-sdk", func(b *testing.B) Options {
+		{"tracer-sdk", bg, func(b *testing.B) Options {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 			return Options{TracerProvider: tp}
 		}},
-		{"tracer-unsampled", func(b *testing.B) Options {
+		// A root call whose span the sampler drops: Start runs.
+		{"tracer-unsampled", bg, func(b *testing.B) Options {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			return Options{TracerProvider: tp}
+		}},
+		// A call under an unsampled parent, the SDK's default sampler
+		// (ParentBased): no Start.
+		{"tracer-parent-unsampled", unsampled, func(b *testing.B) Options {
+			tp := sdktrace.NewTracerProvider()
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 			return Options{TracerProvider: tp}
 		}},
@@ -240,7 +258,7 @@ func BenchmarkGetL1HitMetrics(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				if dst, err = c.AppendValue(bg, dst[:0], "k"); err != nil {
+				if dst, err = c.AppendValue(p.ctx, dst[:0], "k"); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -304,4 +322,155 @@ func TestFailOpenLoadsCountAsDegraded(t *testing.T) {
 	if !degraded["get_or_load"] || !degraded["mget_or_load"] {
 		t.Fatalf("degraded outcomes recorded: %v, want both get_or_load and mget_or_load", degraded)
 	}
+}
+
+// opCounts returns the cachekit.operations values of the reader by their
+// attributes' encoding ("op=get,outcome=hit,tier=l1") and their total.
+func opCounts(t *testing.T, r *sdkmetric.ManualReader) (map[string]uint64, uint64) {
+	t.Helper()
+	out, total := map[string]uint64{}, uint64(0)
+	for k, v := range collect(t, r) {
+		if attrs, ok := strings.CutPrefix(k, "cachekit.operations{"); ok {
+			out[strings.TrimSuffix(attrs, "}")] = uint64(v)
+			total += uint64(v)
+		}
+	}
+	return out, total
+}
+
+// TestOperationsEqualStats: over 10^6 calls from four goroutines (Gets
+// that hit L1, go to Redis after FlushLocal or miss, Sets, Deletes), with
+// collections while they run (never going back), cachekit.operations is
+// exact: its get series equal Stats' L1 and L2 counts, and it counts
+// every operation once.
+func TestOperationsEqualStats(t *testing.T) {
+	t.Parallel()
+	total := 1_000_000
+	if testing.Short() {
+		total = 100_000
+	}
+	_, rdb := withRedis(t)
+	mp, reader := meterProvider(t)
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, MeterProvider: mp})
+	const workers, keys = 4, 64
+	for k := range keys {
+		mustSet(t, c, "k"+strconv.Itoa(k), k)
+	}
+	var calls [3]atomic.Uint64 // get, set, delete
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var last uint64
+			for i := range total / workers {
+				key := "k" + strconv.Itoa((i*7+w)%keys)
+				var err error
+				switch r := i % 10_000; {
+				case r == 0 && w == 0:
+					c.FlushLocal() // the next reads go to Redis (L2 hits)
+					fallthrough
+				case r < 9_970:
+					if r%1_000 == 500 {
+						key = "absent" // a miss in both tiers
+					}
+					var v int
+					if err = c.Get(bg, key, &v); err == ErrNotFound {
+						err = nil
+					}
+					calls[0].Add(1)
+				case r < 9_990:
+					err = c.Set(bg, key, i)
+					calls[1].Add(1)
+				default: // a Delete, and the key back (else its reads all go to Redis)
+					if err = c.Delete(bg, key); err == nil {
+						err = c.Set(bg, key, i)
+					}
+					calls[2].Add(1)
+					calls[1].Add(1)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if w == 0 && i%50_000 == 0 { // a collection while the others run
+					if _, sum := opCounts(t, reader); sum < last {
+						t.Errorf("cachekit.operations went back: %d after %d", sum, last)
+					} else {
+						last = sum
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, sum := opCounts(t, reader)
+	st := c.Stats()
+	gets := got["op=get,outcome=hit,tier=l1"] + got["op=get,outcome=hit,tier=l2"] + got["op=get,outcome=miss,tier=l2"]
+	for _, c := range []struct {
+		what      string
+		got, want uint64
+	}{
+		{"get hits at l1 = Stats.L1Hits", got["op=get,outcome=hit,tier=l1"], st.L1Hits},
+		{"get hits at l2 = Stats.L2Hits", got["op=get,outcome=hit,tier=l2"], st.L2Hits},
+		{"get misses = Stats.L2Misses", got["op=get,outcome=miss,tier=l2"], st.L2Misses},
+		{"gets at l2 = Stats.L1Misses", got["op=get,outcome=hit,tier=l2"] + got["op=get,outcome=miss,tier=l2"], st.L1Misses},
+		{"gets = calls", gets, calls[0].Load()},
+		{"sets = calls (and the 64 first)", got["op=set,outcome=ok,tier=l2"], calls[1].Load() + keys},
+		{"deletes = calls", got["op=delete,outcome=ok,tier=l2"], calls[2].Load()},
+		{"every operation", sum, calls[0].Load() + calls[1].Load() + calls[2].Load() + keys},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d, want %d", c.what, c.got, c.want)
+		}
+	}
+	if st.L1Hits == 0 || st.L2Hits == 0 || st.L2Misses == 0 {
+		t.Errorf("the mix missed a path: %+v", st)
+	}
+	if t.Failed() {
+		t.Logf("operations: %v", got)
+	}
+}
+
+// TestTwoClientsOnOneMeterProviderAddUp: two Clients on one MeterProvider
+// report the sum of their operations under each attribute set, and one's
+// Close leaves its counts in the sum (a counter never goes back).
+func TestTwoClientsOnOneMeterProviderAddUp(t *testing.T) {
+	t.Parallel()
+	mp, reader := meterProvider(t)
+	a := newClient(t, Options{L1MaxBytes: 1 << 20, MeterProvider: mp})
+	b := newClient(t, Options{L1MaxBytes: 1 << 20, MeterProvider: mp})
+	hits := func(c *Client, n int) {
+		t.Helper()
+		mustSet(t, c, "k", 1)
+		for range n {
+			var v int
+			if err := c.Get(bg, "k", &v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const hit, set = "op=get,outcome=hit,tier=l1", "op=set,outcome=ok,tier=l1"
+	hits(a, 3)
+	hits(b, 4)
+	if got, _ := opCounts(t, reader); got[hit] != 7 || got[set] != 2 {
+		t.Fatalf("two Clients: hits %d, sets %d; want 7, 2 (all %v)", got[hit], got[set], got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hits(b, 1)
+	if got, _ := opCounts(t, reader); got[hit] != 8 || got[set] != 3 {
+		t.Fatalf("after one Client's Close: hits %d, sets %d; want 8, 3 (all %v)", got[hit], got[set], got)
+	}
+}
+
+// With an SDK TracerProvider (its default sampler) and a ctx carrying an
+// unsampled parent, an encrypted L1 hit starts no span and allocates
+// nothing.
+func TestAllocsEncryptedAppendValueL1HitUnsampledParent(t *testing.T) {
+	// Not parallel: counts allocations.
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx := trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true}))
+	assertL1HitAllocatesNothingCtx(t, ctx, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), TracerProvider: tp})
 }

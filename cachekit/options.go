@@ -256,8 +256,12 @@ type Options struct {
 	DisableAutoPipeline bool
 
 	// MeterProvider receives the Client's OpenTelemetry metrics (see
-	// docs/production.md for the instruments). Default: nil (no metrics
-	// are recorded at all, and the hot path pays nothing).
+	// docs/production.md for the instruments). cachekit.operations counts
+	// every operation exactly, in in-process counters read at collection
+	// (the Clients on one provider add up); the latency histogram records
+	// every operation that reached Redis and one in 64 that L1 answered.
+	// Default: nil (no metrics are recorded at all, and the hot path pays
+	// nothing).
 	MeterProvider metric.MeterProvider
 
 	// TracerProvider receives one OpenTelemetry span per public operation
@@ -267,9 +271,25 @@ type Options struct {
 	// entries that failed to open, breaker refusals, SWR refreshes and
 	// lock waits, and a cachekit.load child span around each loader run.
 	// The operation's ctx carries its span, so spans of an injected
-	// go-redis client's tracing hook (redisotel) nest under it. Default:
-	// nil (no spans, and the hot path pays one nil check).
+	// go-redis client's tracing hook (redisotel) nest under it. An
+	// operation whose ctx carries a valid parent span that is neither
+	// sampled nor recording starts no span (see
+	// SpansUnderUnsampledParents); a root call (no span in ctx) starts one
+	// and the provider's sampler decides. Default: nil (no spans, and the
+	// hot path pays one nil check).
 	TracerProvider trace.TracerProvider
+
+	// SpansUnderUnsampledParents starts a span for every operation, even
+	// when ctx carries a valid parent span that is neither sampled nor
+	// recording. The Client assumes the TracerProvider samples as the
+	// SDK's default sampler, ParentBased, does: the child of an unsampled
+	// parent is not sampled, so it skips Start (which would cost two
+	// allocations for a span nobody sees) and hands ctx on with the
+	// parent's span. Set it when the sampler may sample such a child (a
+	// sampler that is not ParentBased, or ParentBased with
+	// WithLocalParentNotSampled or WithRemoteParentNotSampled other than
+	// NeverSample). Default: false.
+	SpansUnderUnsampledParents bool
 }
 
 // defaultMaxValueBytes is used when Options.MaxValueBytes is zero.

@@ -112,7 +112,8 @@ func (c *Client) degradable(ctx context.Context, err error) bool {
 // errClasses tells the observer, and the warnings, what the Client's own
 // errors mean: the observer classes every other error itself.
 var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError, Unopened: isUnopenable,
-	Invalid: []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
+	OutcomeUnknown: ErrOutcomeUnknown,
+	Invalid:        []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
 
 // isMissError reports a read FailOpen turned into a miss (*MissError).
 func isMissError(err error) bool {

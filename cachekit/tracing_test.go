@@ -330,3 +330,46 @@ func TestNoTracerNoSpans(t *testing.T) {
 		t.Fatal("begin without providers changed the ctx or observes")
 	}
 }
+
+// TestUnsampledParentStartsNoSpan: under a caller's span that is not
+// sampled, Get, Set and GetOrLoad (with its loader) start no span, even on
+// a provider whose sampler would sample them; with
+// SpansUnderUnsampledParents they do, and a root call always does.
+func TestUnsampledParentStartsNoSpan(t *testing.T) {
+	t.Parallel()
+	unsampled := trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{7}, SpanID: trace.SpanID{7}, Remote: true}))
+	run := func(all bool, ctx context.Context) []string {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		c := newClient(t, Options{L1MaxBytes: 1 << 20, TracerProvider: tp, SpansUnderUnsampledParents: all})
+		if err := c.Set(ctx, "k", 1); err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := c.Get(ctx, "k", &v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := GetOrLoad(ctx, c, "new", func(context.Context) (int, error) { return 2, nil }); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range rec.Ended() {
+			names = append(names, s.Name())
+		}
+		return names
+	}
+	if got := run(false, unsampled); len(got) != 0 {
+		t.Errorf("under an unsampled parent: spans %v, want none", got)
+	}
+	for _, c := range []struct {
+		what string
+		all  bool
+		ctx  context.Context
+	}{{"SpansUnderUnsampledParents", true, unsampled}, {"a root call", false, bg}} {
+		if got := run(c.all, c.ctx); len(got) != 4 {
+			t.Errorf("%s: spans %v, want Set, Get, GetOrLoad and its load", c.what, got)
+		}
+	}
+}

@@ -29,6 +29,11 @@ type Errors struct {
 	Closed error
 	// Invalid are the owner's refusals of a caller's input before any I/O.
 	Invalid []error
+	// OutcomeUnknown is the owner's error for a write whose bytes may
+	// have reached Redis (class OutcomeUnknown, checked first: such an
+	// error may also match the deadline or the Redis failure that left
+	// the outcome unknown). Nil: no error is of that class.
+	OutcomeUnknown error
 }
 
 // Outcome tells how a failed operation ended: a miss, a read FailOpen
@@ -53,6 +58,8 @@ func (e *Errors) Class(err error) Class {
 	var fe *protocol.FormatError
 	var pe *encryption.ProviderError
 	switch {
+	case e.OutcomeUnknown != nil && errors.Is(err, e.OutcomeUnknown):
+		return OutcomeUnknown
 	case errors.Is(err, context.Canceled):
 		return Canceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -18,11 +18,28 @@
 //     owner, the owner names its own sentinels.
 //   - Without providers there is no Observer: a nil *Observer's Begin is one
 //     nil check, and End, Event and the counters' hooks do nothing.
-//   - Counters are always on, providers or not, and each count is one
-//     atomic add (the L1 hits a striped one): the hot path bumps them.
+//   - cachekit.operations is exact and costs an operation one striped add:
+//     each Client counts in its own striped counters (opcounts.go), one per
+//     attribute combination, and one callback per MeterProvider reports the
+//     sum over its Clients at collection, a closed Client's counts
+//     included (the counter never goes back; an operation that returns
+//     after its Client's Close is not counted). It carries no exemplars.
+//   - cachekit.operation.duration records every operation that L1 did not
+//     answer and one in L1Sample of those it did, decided by the count's
+//     own Tick: an L1 hit reads the clock once, not twice, and records
+//     nothing 63 times in 64.
+//   - Under a valid parent span that is neither sampled nor recording no
+//     span starts (the SDK's default sampler, ParentBased, would not
+//     sample it): a check of ctx, no Start, no allocation, unless
+//     Config.SpansUnderUnsampledParents. With neither a span nor metrics,
+//     Begin returns no Call.
+//   - Counters (Stats' counts) are always on, providers or not, and each
+//     count is one atomic add (the L1 hits a striped one): the hot path
+//     bumps them.
 //   - With SDK metrics, recording allocates nothing in steady state: the
-//     attribute sets are built once (per combination, on first use) and
-//     observed calls come from a pool.
+//     attribute sets are built once (per combination, on first use, shared
+//     by every Client), each Client's counter of a combination is made on
+//     first use, and observed calls come from a pool.
 //
 // The package needs nothing of cachekit.Client: the owner gives it the
 // providers, a key digest, its own error sentinels (Errors) and a snapshot

@@ -3,7 +3,6 @@ package observe
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,7 +16,9 @@ import (
 // first use) so that recording allocates nothing. A nil *meters records
 // nothing.
 type meters struct {
-	ops         metric.Int64Counter
+	counts      opCounts  // cachekit.operations, reported by totals
+	totals      *opTotals // the callback that reports counts, shared on mp
+	mp          metric.MeterProvider
 	dur         metric.Float64Histogram
 	loads       metric.Int64Counter
 	loadDur     metric.Float64Histogram
@@ -28,23 +29,31 @@ type meters struct {
 	brkTrans    metric.Int64Counter
 	reg         metric.Registration
 
-	opSets         [int(numOps) * int(numTiers) * int(numOutcomes) * int(numClasses)]atomic.Pointer[attrOpts]
 	loadSets       [numLoadOutcomes]attrOpts
 	failL1, failL2 [3][]metric.AddOption // by failReason
 	swrOK, swrFail []metric.AddOption
 	brkTo          [3][]metric.AddOption // by guard.State
 }
 
-// attrOpts is one attribute set as the options a counter and a histogram
-// take.
+// L1Sample is the sampling of cachekit.operation.duration for operations
+// L1 answered (tier l1, no Redis round trip): one in L1Sample of them is
+// timed and recorded, the first, then every L1Sample-th of each
+// combination's counter cell (the counter's Tick, so sampling costs
+// nothing more). Every other operation is recorded.
+const L1Sample = 64
+
+// attrOpts is one attribute set as the options a counter, a histogram and
+// an observable instrument take.
 type attrOpts struct {
 	add []metric.AddOption
 	rec []metric.RecordOption
+	obs []metric.ObserveOption
 }
 
 func newAttrOpts(kv ...attribute.KeyValue) *attrOpts {
 	set := attribute.NewSet(kv...)
-	return &attrOpts{add: []metric.AddOption{metric.WithAttributeSet(set)}, rec: []metric.RecordOption{metric.WithAttributeSet(set)}}
+	return &attrOpts{add: []metric.AddOption{metric.WithAttributeSet(set)}, rec: []metric.RecordOption{metric.WithAttributeSet(set)},
+		obs: []metric.ObserveOption{metric.WithAttributeSet(set)}}
 }
 
 // Decrypt/open failure reasons, as the "reason" attribute.
@@ -66,113 +75,109 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 		return nil, nil
 	}
 	m := mp.Meter(Scope, metric.WithInstrumentationVersion(ModuleVersion()))
-	mt := &meters{}
+	mt := &meters{mp: mp}
 	var err error
-	if mt.ops, err = m.Int64Counter("cachekit.operations",
-		metric.WithDescription("Public operations by op, tier, outcome and error.type")); err != nil {
-		return nil, err
-	}
 	if mt.dur, err = m.Float64Histogram("cachekit.operation.duration", metric.WithUnit("s"),
-		metric.WithDescription("Latency of public operations by op, tier, outcome and error.type"),
+		metric.WithDescription(durDescription),
 		metric.WithExplicitBucketBoundaries(1e-6, 5e-6, 2e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.02, 0.1, 0.5, 2)); err != nil {
 		return nil, err
 	}
 	if mt.loads, err = m.Int64Counter("cachekit.loader.calls",
-		metric.WithDescription("Loader runs (GetOrLoad, MGetOrLoad, SWR refreshes) by outcome")); err != nil {
+		metric.WithDescription("Loader runs (GetOrLoad, MGetOrLoad, SWR refreshes) by outcome"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.loadDur, err = m.Float64Histogram("cachekit.loader.duration", metric.WithUnit("s"),
-		metric.WithDescription("Loader run time by outcome"),
+		metric.WithDescription("Loader run time by outcome"+descRecorded),
 		metric.WithExplicitBucketBoundaries(1e-4, 1e-3, 5e-3, 0.02, 0.1, 0.5, 2, 10)); err != nil {
 		return nil, err
 	}
 	if mt.decryptFail, err = m.Int64Counter("cachekit.decrypt.failures",
-		metric.WithDescription("Entries that failed to authenticate or unwrap, by tier and reason")); err != nil {
+		metric.WithDescription("Entries that failed to authenticate or unwrap, by tier and reason"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.retries, err = m.Int64Counter("cachekit.l2.retries",
-		metric.WithDescription("Redis operations retried after a transient error")); err != nil {
+		metric.WithDescription("Redis operations retried after a transient error"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.swr, err = m.Int64Counter("cachekit.swr.refreshes",
-		metric.WithDescription("Background stale-while-revalidate refreshes by outcome")); err != nil {
+		metric.WithDescription("Background stale-while-revalidate refreshes by outcome"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.inval, err = m.Int64Counter("cachekit.invalidations.applied",
-		metric.WithDescription("L1 entries dropped on another instance's invalidation")); err != nil {
+		metric.WithDescription("L1 entries dropped on another instance's invalidation"+descRecorded)); err != nil {
 		return nil, err
 	}
 	if mt.brkTrans, err = m.Int64Counter("cachekit.breaker.transitions",
-		metric.WithDescription("Circuit breaker state changes, by the state entered")); err != nil {
+		metric.WithDescription("Circuit breaker state changes, by the state entered"+descRecorded)); err != nil {
 		return nil, err
 	}
 	l1Size, err := m.Int64ObservableGauge("cachekit.l1.size", metric.WithUnit("By"),
-		metric.WithDescription("Bytes L1 charges for its entries: sealed bytes plus per-entry overhead"))
+		metric.WithDescription("Bytes L1 charges for its entries: sealed bytes plus per-entry overhead"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	l1Evict, err := m.Int64ObservableCounter("cachekit.l1.evictions",
-		metric.WithDescription("L1 entries evicted to make room"))
+		metric.WithDescription("L1 entries evicted to make room"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	l1Reject, err := m.Int64ObservableCounter("cachekit.l1.rejections",
-		metric.WithDescription("L1 writes refused by admission"))
+		metric.WithDescription("L1 writes refused by admission"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	nonces, err := m.Int64ObservableCounter("cachekit.encrypt.nonces",
-		metric.WithDescription("Values sealed: the nonce counter of this Client's encryptor"))
+		metric.WithDescription("Values sealed: the nonce counter of this Client's encryptor"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	keyIdx, err := m.Int64ObservableCounter("cachekit.decrypt.key_index",
-		metric.WithDescription("Successful decryptions by keyring index (0 current, 1.. previous keys)"))
+		metric.WithDescription("Successful decryptions by keyring index (0 current, 1.. previous keys)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	brk, err := m.Int64ObservableGauge("cachekit.breaker.state",
-		metric.WithDescription("Circuit breaker state: 0 closed, 1 open, 2 half-open"))
+		metric.WithDescription("Circuit breaker state: 0 closed, 1 open, 2 half-open"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	invLosses, err := m.Int64ObservableCounter("cachekit.invalidation.losses",
-		metric.WithDescription("Times invalidation tracking was lost (L1 flushed and bypassed until it is back)"))
+		metric.WithDescription("Times invalidation tracking was lost (L1 flushed and bypassed until it is back)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	invTracking, err := m.Int64ObservableGauge("cachekit.invalidation.tracking",
-		metric.WithDescription("1 while every Redis node is tracked (L1 in use), 0 while tracking is down"))
+		metric.WithDescription("1 while every Redis node is tracked (L1 in use), 0 while tracking is down"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	invPubFail, err := m.Int64ObservableCounter("cachekit.invalidation.publish_failures",
-		metric.WithDescription("Writes whose invalidation message could not be published (the value was stored)"))
+		metric.WithDescription("Writes whose invalidation message could not be published (the value was stored)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	invMode, err := m.Int64ObservableGauge("cachekit.invalidation.mode",
-		metric.WithDescription("What keeps L1 coherent: 0 none (L1 bypassed), 1 tracking, 2 pubsub fallback (tracking refused), 3 lifetime only"))
+		metric.WithDescription("What keeps L1 coherent: 0 none (L1 bypassed), 1 tracking, 2 pubsub fallback (tracking refused), 3 lifetime only"+descGauge))
 	if err != nil {
 		return nil, err
 	}
 	invRefusals, err := m.Int64ObservableCounter("cachekit.invalidation.refusals",
-		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE (once until it is allowed again)"))
+		metric.WithDescription("Times redis refused CLIENT TRACKING or the fallback's SUBSCRIBE (once until it is allowed again)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	refused, err := m.Int64ObservableCounter("cachekit.breaker.refused",
-		metric.WithDescription("Redis calls the open circuit breaker refused"))
+		metric.WithDescription("Redis calls the open circuit breaker refused"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	shed, err := m.Int64ObservableCounter("cachekit.l2.shed",
-		metric.WithDescription("Redis calls refused by backpressure (MaxInFlight)"))
+		metric.WithDescription("Redis calls refused by backpressure (MaxInFlight)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
 	degraded, err := m.Int64ObservableCounter("cachekit.l2.degraded",
-		metric.WithDescription("Redis failures FailOpen absorbed (reads turned into misses, writes absorbed)"))
+		metric.WithDescription("Redis failures FailOpen absorbed (reads turned into misses, writes absorbed)"+descObservedCounter))
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +223,10 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 	for i, n := range loadNames {
 		mt.loadSets[i] = *newAttrOpts(attribute.String("outcome", n))
 	}
+	if mt.totals, err = joinTotals(mp, m, &mt.counts); err != nil {
+		_ = mt.reg.Unregister()
+		return nil, err
+	}
 	for i, r := range failReasons {
 		mt.failL1[i] = addOpt(attribute.String("tier", "l1"), attribute.String("reason", r))
 		mt.failL2[i] = addOpt(attribute.String("tier", "l2"), attribute.String("reason", r))
@@ -230,22 +239,38 @@ func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, erro
 	return mt, nil
 }
 
-// recordOp counts one public operation and records its duration. Each
-// attribute combination is built the first time it is seen.
-func (m *meters) recordOp(ctx context.Context, op Op, tier Tier, out Outcome, class Class, d time.Duration) {
-	i := ((int(op)*int(numTiers)+int(tier))*int(numOutcomes)+int(out))*int(numClasses) + int(class)
-	a := m.opSets[i].Load()
-	if a == nil {
-		kv := []attribute.KeyValue{attribute.String("op", ops[op].metric), attribute.String("tier", tierNames[tier]),
-			attribute.String("outcome", outcomeNames[out])}
-		if class != NoClass {
-			kv = append(kv, attribute.String("error.type", classNames[class]))
-		}
-		a = newAttrOpts(kv...)
-		m.opSets[i].Store(a)
+// What each instrument's description adds about what a dashboard keeps and
+// loses: whether its points carry exemplars and how the Clients on one
+// MeterProvider add up (cachekit.operations and cachekit.operation.duration
+// say it in their own descriptions).
+const (
+	descRecorded        = ". Recorded as it happens: exemplars link points to sampled traces; the Clients on one MeterProvider add up"
+	descObservedCounter = ". Read at collection: no exemplars; each Client reports its own, the SDK adds them, and a closed Client's share leaves the sum"
+	descGauge           = ". Read at collection: no exemplars; with several Clients on one MeterProvider, one Client's value"
+)
+
+// durDescription is cachekit.operation.duration's description: what a
+// dashboard gets from it.
+const durDescription = "Latency of public operations by op, tier, outcome and error.type." +
+	" Every operation that reached Redis or ran a loader (tier l2, none) is recorded;" +
+	" of those L1 answered (tier l1), one in 64: the count of tier l1 is no rate (use cachekit.operations)," +
+	" and a quantile across tiers under-weights L1." +
+	" Recorded points keep exemplars linking them to sampled traces; the Clients on one MeterProvider add up"
+
+// recordOp counts one public operation that began at start (since epoch)
+// and records its duration: every one that L1 did not answer, one in
+// L1Sample of those it did (the counter's Tick decides). Each attribute
+// combination's counter is made the first time it is seen.
+func (m *meters) recordOp(ctx context.Context, op Op, tier Tier, out Outcome, class Class, start time.Duration) {
+	i := combo(op, tier, out, class)
+	s := m.counts.slots[i].Load()
+	if s == nil {
+		s = m.counts.slot(i)
 	}
-	m.ops.Add(ctx, 1, a.add...)
-	m.dur.Record(ctx, d.Seconds(), a.rec...)
+	if s.n.Tick()%L1Sample != 1 && tier == L1 {
+		return
+	}
+	m.dur.Record(ctx, (time.Since(epoch) - start).Seconds(), s.set.rec...)
 }
 
 // recordLoad counts one loader run and records how long it took.
@@ -296,9 +321,14 @@ func (m *meters) invalidation(ctx context.Context) {
 	}
 }
 
-// close unregisters the observable callback.
+// close unregisters the observable callback and leaves the operation
+// counts to the provider's totals.
 func (m *meters) close() {
-	if m != nil && m.reg != nil {
+	if m == nil {
+		return
+	}
+	if m.reg != nil {
 		_ = m.reg.Unregister()
 	}
+	m.totals.leave(m.mp, &m.counts)
 }

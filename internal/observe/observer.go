@@ -29,6 +29,12 @@ type Config struct {
 	Errors *Errors
 	// Snapshot is read at each metrics collection for the gauges.
 	Snapshot func() Snapshot
+	// SpansUnderUnsampledParents starts a span for every operation. When
+	// false, an operation whose ctx carries a valid parent span that is
+	// neither sampled nor recording starts none: the SDK's default sampler
+	// (ParentBased) would not sample it, and Start would cost two
+	// allocations for a span nobody sees.
+	SpansUnderUnsampledParents bool
 }
 
 // Snapshot is what the observable instruments report at each collection.
@@ -109,23 +115,44 @@ func (o *Observer) Begin(ctx context.Context, op Op, key string, n int) (context
 }
 
 func (o *Observer) begin(ctx context.Context, op Op, key string, n int) (context.Context, *Call) {
-	oc := calls.Get().(*Call)
-	*oc = Call{op: op}
-	if o.tracer != nil {
-		ctx, oc.span = o.tracer.Start(ctx, ops[op].span)
+	var span trace.Span
+	if o.tracer != nil && o.startsSpan(ctx) {
+		ctx, span = o.tracer.Start(ctx, ops[op].span)
 		// An unsampled span costs no digest and no attributes.
-		if oc.span.IsRecording() {
+		if span.IsRecording() {
 			if key != "" {
-				oc.span.SetAttributes(attribute.String("cachekit.key_digest", o.cfg.Digest(key)))
+				span.SetAttributes(attribute.String("cachekit.key_digest", o.cfg.Digest(key)))
 			} else {
-				oc.span.SetAttributes(attribute.Int("cachekit.keys", n))
+				span.SetAttributes(attribute.Int("cachekit.keys", n))
 			}
 		}
 	}
+	if o.m == nil && span == nil {
+		return ctx, nil // a span skipped and no metrics: End has nothing to do
+	}
+	oc := calls.Get().(*Call)
+	*oc = Call{op: op, span: span}
 	if o.m != nil {
 		oc.start = time.Since(epoch)
 	}
 	return ctx, oc
+}
+
+// startsSpan reports whether an operation called with ctx starts a span:
+// unless Config.SpansUnderUnsampledParents, not when ctx carries a valid
+// parent span that is neither sampled nor recording (the SDK's default
+// sampler, ParentBased, samples a child as its parent; a sampler that may
+// sample the child of an unsampled parent needs the option). Then ctx is
+// handed on as it is: its span is the parent's, so a Redis span or an event
+// lands where the parent's sampler decides, as a child of the operation
+// would.
+func (o *Observer) startsSpan(ctx context.Context) bool {
+	if o.cfg.SpansUnderUnsampledParents {
+		return true
+	}
+	parent := trace.SpanFromContext(ctx)
+	sc := parent.SpanContext()
+	return !sc.IsValid() || sc.IsSampled() || parent.IsRecording()
 }
 
 // End records how the operation oc ended. A nil oc records nothing.
@@ -152,7 +179,7 @@ func (o *Observer) end(ctx context.Context, oc *Call, r Result, err error) {
 		}
 	}
 	if o.m != nil {
-		o.m.recordOp(ctx, oc.op, r.Tier, out, class, time.Since(epoch)-oc.start)
+		o.m.recordOp(ctx, oc.op, r.Tier, out, class, oc.start)
 	}
 	if oc.span == nil {
 		return
@@ -220,7 +247,7 @@ func (o *Observer) StartLoad(ctx context.Context, notFound func(error) bool) (co
 		return ctx, func(error) {}
 	}
 	var span trace.Span
-	if o.tracer != nil {
+	if o.tracer != nil && o.startsSpan(ctx) {
 		ctx, span = o.tracer.Start(ctx, "cachekit.load")
 	}
 	start := time.Now()

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/l2"
@@ -123,8 +125,8 @@ func TestSpanAndMetric(t *testing.T) {
 // read and a miss are outcomes, not classes.
 func TestErrorsClassAndOutcome(t *testing.T) {
 	notFound, closed, invalid := errors.New("nf"), errors.New("closed"), errors.New("bad input")
-	degraded := errors.New("degraded")
-	e := &Errors{NotFound: notFound, Closed: closed, Invalid: []error{invalid},
+	degraded, unknown := errors.New("degraded"), errors.New("outcome unknown")
+	e := &Errors{NotFound: notFound, Closed: closed, Invalid: []error{invalid}, OutcomeUnknown: unknown,
 		Degraded: func(err error) bool { return errors.Is(err, degraded) }}
 	backend := &l2.BackendError{Op: "get", Err: errors.New("down")}
 	for _, c := range []struct {
@@ -138,6 +140,7 @@ func TestErrorsClassAndOutcome(t *testing.T) {
 		{backend, Redis},
 		{invalid, Invalid},
 		{errors.New("else"), Other},
+		{errors.Join(unknown, &l2.BackendError{Op: "set", Err: context.DeadlineExceeded}), OutcomeUnknown},
 	} {
 		if got := e.Class(c.err); got != c.want {
 			t.Errorf("Class(%v) = %v, want %v", c.err, got, c.want)
@@ -151,6 +154,12 @@ func TestErrorsClassAndOutcome(t *testing.T) {
 	}
 	if out, class := e.Outcome(backend); out != Failed || class != Redis {
 		t.Errorf("failure: %v %v", out, class)
+	}
+	if c := (&Errors{}).Class(context.Canceled); c != Canceled {
+		t.Errorf("without an OutcomeUnknown error: %v", c)
+	}
+	if OutcomeUnknown.String() != "outcome_unknown" || outcomeNames[NegativeHit] != "negative_hit" {
+		t.Errorf("reserved values: %q, %q", OutcomeUnknown.String(), outcomeNames[NegativeHit])
 	}
 }
 
@@ -183,4 +192,263 @@ func TestDigesterFor(t *testing.T) {
 	if r.Digest("k") == a.Digest("k") {
 		t.Fatal("no encryption digested with the master key's digest key")
 	}
+}
+
+// metricsOf collects reader and returns every instrument's data.
+func metricsOf(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(bg, &rm); err != nil {
+		t.Fatal(err)
+	}
+	var out []metricdata.Metrics
+	for _, sm := range rm.ScopeMetrics {
+		out = append(out, sm.Metrics...)
+	}
+	return out
+}
+
+// collectOps returns the reader's cachekit.operations values and
+// cachekit.operation.duration counts, by their attributes' encoding.
+func collectOps(t *testing.T, reader *sdkmetric.ManualReader) (ops, dur map[string]int64) {
+	t.Helper()
+	ops, dur = map[string]int64{}, map[string]int64{}
+	for _, m := range metricsOf(t, reader) {
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			if m.Name == "cachekit.operations" {
+				for _, p := range d.DataPoints {
+					ops[p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
+				}
+			}
+		case metricdata.Histogram[float64]:
+			if m.Name == "cachekit.operation.duration" {
+				for _, p := range d.DataPoints {
+					dur[p.Attributes.Encoded(attribute.DefaultEncoder())] += int64(p.Count)
+				}
+			}
+		}
+	}
+	return ops, dur
+}
+
+// meteredObserver is an Observer with metrics on mp.
+func meteredObserver(t *testing.T, mp *sdkmetric.MeterProvider) *Observer {
+	t.Helper()
+	o, err := New(Config{Meter: mp, Errors: &Errors{Degraded: func(error) bool { return false }},
+		Snapshot: func() Snapshot { return Snapshot{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+const (
+	getHitL1 = "op=get,outcome=hit,tier=l1"
+	getHitL2 = "op=get,outcome=hit,tier=l2"
+)
+
+// TestL1DurationSampled: every operation is counted; of those L1 answered
+// one in L1Sample is timed (the first, then every L1Sample-th of one
+// goroutine), of those that reached Redis every one.
+func TestL1DurationSampled(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	o := meteredObserver(t, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	defer o.Close()
+	const n = 3*L1Sample + 10
+	for range n {
+		ctx, oc := o.Begin(bg, OpGet, "k", 1)
+		o.End(ctx, oc, Result{Tier: L1}, nil)
+		ctx, oc = o.Begin(bg, OpGet, "k", 1)
+		o.End(ctx, oc, Result{Tier: L2}, nil)
+	}
+	ops, dur := collectOps(t, reader)
+	if ops[getHitL1] != n || ops[getHitL2] != n {
+		t.Fatalf("operations: l1 %d, l2 %d; want %d each (all: %v)", ops[getHitL1], ops[getHitL2], n, ops)
+	}
+	if dur[getHitL1] != 4 || dur[getHitL2] != n {
+		t.Fatalf("duration counts: l1 %d (want 4: the 1st, 65th, 129th, 193rd), l2 %d (want %d)", dur[getHitL1], dur[getHitL2], n)
+	}
+}
+
+// TestOperationsAddUpOnOneProvider: two Observers on one MeterProvider
+// report the sum of their counts under one attribute set; one's Close
+// leaves the sum where it was (no counter going back), and the other's
+// later counts add to it; once both are closed the series ends.
+func TestOperationsAddUpOnOneProvider(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	a, b := meteredObserver(t, mp), meteredObserver(t, mp)
+	hit := func(o *Observer, times int) {
+		for range times {
+			ctx, oc := o.Begin(bg, OpGet, "k", 1)
+			o.End(ctx, oc, Result{Tier: L1}, nil)
+		}
+	}
+	hit(a, 3)
+	hit(b, 5)
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 8 {
+		t.Fatalf("two observers: %d, want 8 (all: %v)", ops[getHitL1], ops)
+	}
+	a.Close()
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 8 {
+		t.Fatalf("after one Close: %d, want 8 (the closed one's counts stay)", ops[getHitL1])
+	}
+	a.Close() // idempotent: its counts are not added twice
+	hit(b, 2)
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 10 {
+		t.Fatalf("after 2 more: %d, want 10", ops[getHitL1])
+	}
+	b.Close()
+	if ops, _ := collectOps(t, reader); len(ops) != 0 {
+		t.Fatalf("every observer closed, still reported: %v", ops)
+	}
+	c := meteredObserver(t, mp) // a new Client on the provider starts a new series
+	defer c.Close()
+	hit(c, 1)
+	if ops, _ := collectOps(t, reader); ops[getHitL1] != 1 {
+		t.Fatalf("a new observer after all closed: %d, want 1", ops[getHitL1])
+	}
+}
+
+// parentCtx returns bg carrying a remote parent span context, sampled or
+// not.
+func parentCtx(sampled bool) context.Context {
+	cfg := trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, Remote: true}
+	if sampled {
+		cfg.TraceFlags = trace.FlagsSampled
+	}
+	return trace.ContextWithRemoteSpanContext(bg, trace.NewSpanContext(cfg))
+}
+
+// recordOnly samples nothing but records every span.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+}
+func (recordOnly) Description() string { return "recordOnly" }
+
+// TestUnsampledParentStartsNoSpan: under a valid parent that is neither
+// sampled nor recording, Begin starts no span (it returns ctx as it is,
+// and no Call without metrics), even for a sampler that would sample the
+// child; SpansUnderUnsampledParents starts it. A root call, a sampled
+// parent and a recording parent each get their span.
+func TestUnsampledParentStartsNoSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	newObs := func(all bool) *Observer {
+		o, err := New(Config{Tracer: tp, Digest: func(string) string { return "d" }, SpansUnderUnsampledParents: all,
+			Errors: &Errors{Degraded: func(error) bool { return false }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := newObs(false)
+	unsampled := parentCtx(false)
+	ctx, oc := o.Begin(unsampled, OpGet, "k", 1)
+	if ctx != unsampled || oc != nil {
+		t.Fatal("an unsampled parent: Begin started something")
+	}
+	o.End(ctx, oc, Result{Tier: L1}, nil)
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("an unsampled parent: %d spans, want 0", n)
+	}
+	recording, parent := sdktrace.NewTracerProvider(sdktrace.WithSampler(recordOnly{})).Tracer("t").Start(bg, "parent")
+	defer parent.End()
+	for i, ctx := range []context.Context{bg, parentCtx(true), recording} {
+		ctx, oc := o.Begin(ctx, OpGet, "k", 1)
+		o.End(ctx, oc, Result{Tier: L1}, nil)
+		if n := len(rec.Ended()); n != i+1 {
+			t.Fatalf("case %d (root, sampled parent, recording parent): %d spans, want %d", i, n, i+1)
+		}
+	}
+	all := newObs(true)
+	ctx, oc = all.Begin(unsampled, OpGet, "k", 1)
+	all.End(ctx, oc, Result{Tier: L1}, nil)
+	if n := len(rec.Ended()); n != 4 {
+		t.Fatalf("SpansUnderUnsampledParents under an unsampled parent: %d spans, want 4", n)
+	}
+}
+
+// TestDescriptionsSayWhatADashboardKeeps: every instrument's description
+// says whether its points carry exemplars and how two Clients on one
+// MeterProvider add up.
+func TestDescriptionsSayWhatADashboardKeeps(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	o, err := New(Config{Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		Errors: &Errors{Degraded: func(error) bool { return false }},
+		Snapshot: func() Snapshot {
+			return Snapshot{HasL1: true, HasEncryption: true, HasGuard: true, HasInvalidation: true}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx, oc := o.Begin(bg, OpGet, "k", 1)
+	o.End(ctx, oc, Result{Tier: L1}, nil)
+	_, done := o.StartLoad(bg, func(error) bool { return false })
+	done(nil)
+	o.OpenFailed(bg, L1, errors.New("x"))
+	o.Retry(bg)
+	o.SWRRefresh(bg, true)
+	o.BreakerTransition(bg, 1)
+	o.Invalidation(bg)
+	all := metricsOf(t, reader)
+	for _, m := range all {
+		if !strings.Contains(m.Description, "exemplars") || !strings.Contains(m.Description, "Client") {
+			t.Errorf("%s: description %q says nothing of exemplars or of several Clients", m.Name, m.Description)
+		}
+		if m.Name == "cachekit.operation.duration" && !strings.Contains(m.Description, "one in "+strconv.Itoa(L1Sample)) {
+			t.Errorf("%s: description %q does not give the sampling, one in %d", m.Name, m.Description, L1Sample)
+		}
+	}
+	if len(all) != 23 {
+		t.Errorf("%d instruments collected, want all 23", len(all))
+	}
+}
+
+// TestCloseDuringCollection: Observers on one MeterProvider close (the last
+// one unregistering the callback) while collections run: no deadlock
+// between the SDK's lock, held while it calls the callback, and the
+// callback's own.
+func TestCloseDuringCollection(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	stop, collected := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				var rm metricdata.ResourceMetrics
+				_ = reader.Collect(bg, &rm)
+			}
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 300 {
+			o, err := New(Config{Meter: mp, Errors: &Errors{Degraded: func(error) bool { return false }},
+				Snapshot: func() Snapshot { return Snapshot{} }})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ctx, oc := o.Begin(bg, OpGet, "k", 1)
+			o.End(ctx, oc, Result{Tier: L1}, nil)
+			o.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("300 Observers closing during collections did not finish in 30 s: a deadlock")
+	}
+	close(stop)
+	<-collected
 }

@@ -70,10 +70,13 @@ const (
 	Degraded                 // Redis failed and FailOpen absorbed it
 	Loaded                   // a read missed and the loader's value was returned
 	Failed                   // the caller got an error
+	// NegativeHit: a read found a cached "not found" (reserved for
+	// negative caching, a later issue; nothing reports it yet).
+	NegativeHit
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"ok", "hit", "miss", "not_stored", "degraded", "loaded", "error"}
+var outcomeNames = [numOutcomes]string{"ok", "hit", "miss", "not_stored", "degraded", "loaded", "error", "negative_hit"}
 
 // Tier is the tier attribute: which tier answered a read or took a write
 // (None when no tier did: a miss, or an error before any I/O).
@@ -120,11 +123,15 @@ const (
 	Provider
 	Loader
 	Other
+	// OutcomeUnknown: a write whose bytes may have reached Redis (its
+	// outcome is unknown; Errors.OutcomeUnknown names the owner's error).
+	OutcomeUnknown
 	numClasses
 )
 
 var classNames = [numClasses]string{"", "canceled", "deadline_exceeded", "closed", "circuit_open", "overloaded",
-	"redis", "auth_failed", "format", "wrong_type", "invalid_argument", "key_provider", "loader", "other"}
+	"redis", "auth_failed", "format", "wrong_type", "invalid_argument", "key_provider", "loader", "other",
+	"outcome_unknown"}
 
 // String returns the class's error.type value ("" for NoClass).
 func (c Class) String() string { return classNames[c] }

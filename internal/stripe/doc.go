@@ -10,8 +10,10 @@
 //   - A Counter is 16 cells of 64 bytes each: the atomic counts of two
 //     cells are 64 bytes apart, so no two share a 64-byte cache line. The
 //     zero Counter counts zero.
-//   - Add is one atomic add on one cell: wait-free, and it allocates
-//     nothing.
+//   - Add and Tick are one atomic add on one cell: wait-free, and they
+//     allocate nothing. Tick also returns that cell's new count (1 on the
+//     cell's first Tick), so a caller can act on one in every k of its
+//     adds without a second shared count.
 //   - Load reads every one of the 16 cells once, atomically, and returns
 //     their sum. It is exact when no Add runs meanwhile, and, as no cell
 //     ever decreases, a Load never returns less than an earlier Load by the

@@ -26,6 +26,14 @@ func (c *Counter) Add(n uint64) {
 	c.c[Index(cells)].n.Add(n)
 }
 
+// Tick adds one and returns the new count of the cell it added to (not the
+// total): a caller acts on one in every k of its adds, without a second
+// shared count, by testing that value modulo k. A cell's first Tick
+// returns 1.
+func (c *Counter) Tick() uint64 {
+	return c.c[Index(cells)].n.Add(1)
+}
+
 // Load returns the current total.
 func (c *Counter) Load() uint64 {
 	var sum uint64

@@ -62,6 +62,22 @@ func TestIndexInRangeAndSpreadAcrossGoroutines(t *testing.T) {
 	}
 }
 
+// TestTickCountsOnItsCell: Tick counts like Add(1) and returns its cell's
+// count, not the total, so one goroutine's Ticks return 1, 2, 3, ... (one
+// goroutine keeps one stack, hence one cell) whatever the other cells hold.
+func TestTickCountsOnItsCell(t *testing.T) {
+	var c Counter
+	c.c[(Index(cells)+1)%cells].n.Add(1000) // another goroutine's cell
+	for i := uint64(1); i <= 100; i++ {
+		if got := c.Tick(); got != i {
+			t.Fatalf("Tick %d returned %d, want %d", i, got, i)
+		}
+	}
+	if got := c.Load(); got != 1100 {
+		t.Fatalf("Load = %d after 1000 on another cell and 100 Ticks, want 1100", got)
+	}
+}
+
 func TestAddAllocatesNothing(t *testing.T) {
 	var c Counter
 	if n := testing.AllocsPerRun(100, func() { c.Add(1) }); n != 0 {

@@ -62,9 +62,9 @@ func valgrindVersion() string {
 // run's filter (nil: every workload) selects it.
 func report(w io.Writer, results []result, base *baseline, filter *regexp.Regexp) int {
 	code := 0
-	fmt.Fprintf(w, "%-28s %12s %8s  %s\n", "workload", "Ir/op", "A/A", "runs")
+	fmt.Fprintf(w, "%-32s %12s %8s  %s\n", "workload", "Ir/op", "A/A", "runs")
 	if base != nil {
-		fmt.Fprintf(w, "%-28s %12s %8s  %12s %8s  %s\n", "", "", "", "baseline", "delta", "verdict")
+		fmt.Fprintf(w, "%-32s %12s %8s  %12s %8s  %s\n", "", "", "", "baseline", "delta", "verdict")
 		if base.Go != runtime.Version() || base.Valgrind != valgrindVersion() {
 			fmt.Fprintf(w, "note: baseline from %s / %s, measuring with %s / %s: counts may shift with the toolchain\n",
 				base.Go, base.Valgrind, runtime.Version(), valgrindVersion())
@@ -79,7 +79,7 @@ func report(w io.Writer, results []result, base *baseline, filter *regexp.Regexp
 		if r.remeasured {
 			again = " (measured again: the first runs were noisy)"
 		}
-		fmt.Fprintf(w, "%-28s %12.1f %7.2f%%  [%s]%s\n", r.name, r.median, r.spread, strings.Join(runs, " "), again)
+		fmt.Fprintf(w, "%-32s %12.1f %7.2f%%  [%s]%s\n", r.name, r.median, r.spread, strings.Join(runs, " "), again)
 		if base == nil {
 			continue
 		}
@@ -87,7 +87,7 @@ func report(w io.Writer, results []result, base *baseline, filter *regexp.Regexp
 		if !ok || want <= 0 {
 			// A row the baseline does not know is not gated by anything:
 			// add it to the baseline (-update) in its own commit.
-			fmt.Fprintf(w, "%-28s %12s %8s  %12s %8s  FAIL: not in the baseline (run -update)\n", "", "", "", "-", "-")
+			fmt.Fprintf(w, "%-32s %12s %8s  %12s %8s  FAIL: not in the baseline (run -update)\n", "", "", "", "-", "-")
 			code = 1
 			continue
 		}
@@ -96,19 +96,22 @@ func report(w io.Writer, results []result, base *baseline, filter *regexp.Regexp
 		if v == "FAIL" || v == "INCONCLUSIVE+FAIL" {
 			code = 1
 		}
-		fmt.Fprintf(w, "%-28s %12s %8s  %12.1f %+7.2f%%  %s\n", "", "", "", want, delta, v)
+		fmt.Fprintf(w, "%-32s %12s %8s  %12.1f %+7.2f%%  %s\n", "", "", "", want, delta, v)
+	}
+	if checkRatios(w, results, ratioLimits) {
+		code = 1
 	}
 	if base != nil {
 		for name := range base.Workloads {
 			if !hasResult(results, name) && (filter == nil || filter.MatchString(name)) {
-				fmt.Fprintf(w, "%-28s FAIL: missing from this run (baseline %.1f)\n", name, base.Workloads[name])
+				fmt.Fprintf(w, "%-32s FAIL: missing from this run (baseline %.1f)\n", name, base.Workloads[name])
 				code = 1
 			}
 		}
 		if code == 0 {
 			fmt.Fprintln(w, "bench-ir: PASS")
 		} else {
-			fmt.Fprintf(w, "bench-ir: FAIL (a workload is over its limit, missing, not in the baseline, or too noisy to gate)\n")
+			fmt.Fprintf(w, "bench-ir: FAIL (a workload is over its limit or its ratio, missing, not in the baseline, or too noisy to gate)\n")
 		}
 	}
 	return code
@@ -135,6 +138,32 @@ func verdict(delta, spread float64) string {
 		return "WARN"
 	}
 	return "ok"
+}
+
+// checkRatios prints each limit whose two rows this run measured and
+// reports whether one is over its limit.
+func checkRatios(w io.Writer, results []result, limits []ratioLimit) (failed bool) {
+	for _, l := range limits {
+		row, of := find(results, l.row), find(results, l.of)
+		if row == nil || of == nil || of.median <= 0 {
+			continue
+		}
+		ratio, v := row.median/of.median, "ok"
+		if ratio > l.max {
+			v, failed = "FAIL", true
+		}
+		fmt.Fprintf(w, "ratio %s / %s = %.3f (limit %.2f)  %s\n", l.row, l.of, ratio, l.max, v)
+	}
+	return failed
+}
+
+func find(results []result, name string) *result {
+	for i := range results {
+		if results[i].name == name {
+			return &results[i]
+		}
+	}
+	return nil
 }
 
 func hasResult(results []result, name string) bool {

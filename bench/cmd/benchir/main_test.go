@@ -75,6 +75,31 @@ func TestReportFailsOnRegression(t *testing.T) {
 	}
 }
 
+// TestReportFailsOverARatio: a row over its limit as a multiple of another
+// row of the run fails, with or without a baseline; a run that measured
+// only one of the two rows does not judge the ratio.
+func TestReportFailsOverARatio(t *testing.T) {
+	limits := ratioLimits
+	defer func() { ratioLimits = limits }()
+	ratioLimits = []ratioLimit{{row: "T", of: "A", max: 1.25}}
+	base := &baseline{Workloads: map[string]float64{"A": 1000, "T": 1300}}
+	for _, c := range []struct {
+		t    float64
+		base *baseline
+		want int
+	}{{1250, base, 0}, {1260, base, 1}, {1260, nil, 1}, {1200, nil, 0}} {
+		var sb strings.Builder
+		rs := []result{{name: "A", runs: []float64{1000}, median: 1000}, {name: "T", runs: []float64{c.t}, median: c.t}}
+		if code := report(&sb, rs, c.base, nil); code != c.want {
+			t.Errorf("T at %v (baseline %v): exit %d, want %d\n%s", c.t, c.base != nil, code, c.want, sb.String())
+		}
+	}
+	var sb strings.Builder
+	if code := report(&sb, []result{{name: "T", runs: []float64{5000}, median: 5000}}, nil, nil); code != 0 || strings.Contains(sb.String(), "ratio") {
+		t.Errorf("T alone: exit %d\n%s", code, sb.String())
+	}
+}
+
 // TestReportFailsOnMissingOrUnexpectedRows: a baseline workload absent from
 // the run, or a run's workload absent from the baseline, fails the gate.
 func TestReportFailsOnMissingOrUnexpectedRows(t *testing.T) {

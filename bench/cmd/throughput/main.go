@@ -8,9 +8,13 @@
 // read with L1 on, rueidis's GET beside a GET+PTTL sent together. Each
 // round runs every row once for -d, in one order in odd rounds and the
 // reverse in even ones; a row's result is the median of its rounds in
-// ops/s, with the lowest and highest round as its spread, and the Redis
-// CPU (INFO used_cpu_user + used_cpu_sys) each operation cost, median of
-// the rounds.
+// ops/s, with the lowest and highest round as its spread, the Redis CPU
+// (INFO used_cpu_user + used_cpu_sys) each operation cost and this
+// process's (the clients': getrusage, user + system), medians of the
+// rounds. The encrypted Get with L1 off also runs with an OpenTelemetry
+// SDK MeterProvider (issue 46); its throughput and client CPU are also
+// given relative to the same row without one, paired by round (median and
+// spread).
 //
 //	cd bench && go run ./cmd/throughput -rounds 5 -d 2s
 //	cd bench && go run ./cmd/throughput -rows 'mix'   # only rows matching
@@ -31,10 +35,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cachekit-io/cachekit-go/bench/internal/redisserver"
 	"github.com/cachekit-io/cachekit-go/cachekit"
@@ -51,6 +59,8 @@ type row struct {
 	op      op
 	rounds  []float64 // ops/s per round
 	cpu     []float64 // Redis CPU µs per op, per round
+	own     []float64 // this process's CPU µs per op, per round
+	vs      string    // a row of the same callers this one is divided by, round by round
 }
 
 const keys = 1024 // the rows read keys[i%keys]
@@ -115,7 +125,7 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	// L1 (and Invalidation, as Production runs it) and auto-pipelining on.
 	// The L1 client has a KeyPrefix of its own, so its broadcast tracking
 	// hears only its own keys' writes, not every other row's.
-	newCK := func(on bool, l1 int64) (*cachekit.Client, error) {
+	newCK := func(on bool, l1 int64, mp metric.MeterProvider) (*cachekit.Client, error) {
 		o := *opt
 		o.AutoPipelineOptions = ckPipeline
 		rdb := redis.NewClient(&o)
@@ -124,8 +134,9 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			prefix = "l1:"
 		}
 		c, err := cachekit.New(cachekit.Options{Redis: rdb, DisableAutoPipeline: !on, L1MaxBytes: l1, KeyPrefix: prefix,
-			Invalidation: map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
-			Encryption:   &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)}})
+			Invalidation:  map[bool]*cachekit.Invalidation{true: {}}[l1 > 0],
+			Encryption:    &encryption.Config{MasterKey: bytes.Repeat([]byte{0x42}, 32)},
+			MeterProvider: mp})
 		if err != nil {
 			_ = rdb.Close()
 			return nil, err
@@ -134,18 +145,29 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 	}
 	clients := map[bool]*cachekit.Client{}
 	for _, on := range []bool{false, true} {
-		c, err := newCK(on, 0)
+		c, err := newCK(on, 0, nil)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		clients[on] = c
 	}
-	withL1, err := newCK(true, 64<<20)
+	withL1, err := newCK(true, 64<<20, nil)
 	if err != nil {
 		return err
 	}
 	defer withL1.Close()
+	// The same Client as clients[true], its keys too, with metrics on: an
+	// SDK MeterProvider whose reader is collected once, at the end, as a
+	// scrape every few seconds would be.
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(ctx) }()
+	metered, err := newCK(true, 0, mp)
+	if err != nil {
+		return err
+	}
+	defer metered.Close()
 	for i := range keys {
 		if err := plain.Set(ctx, name(i), value, 0).Err(); err != nil {
 			return err
@@ -173,6 +195,10 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 		{"cachekit Get (enc, L1 off, pipelining on)", func(ctx context.Context, i int) error {
 			var v []byte
 			return clients[true].Get(ctx, "ck"+name(i), &v)
+		}},
+		{metricsRow, func(ctx context.Context, i int) error {
+			var v []byte
+			return metered.Get(ctx, "ck"+name(i), &v)
 		}},
 	}
 	// mix makes a 95/5 read/write row of read and write: every 20th call
@@ -213,7 +239,11 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			return fmt.Errorf("-callers: %w", err)
 		}
 		for _, g := range getRows {
-			rows = append(rows, &row{name: g.name, callers: n, op: g.op})
+			r := &row{name: g.name, callers: n, op: g.op}
+			if g.name == metricsRow {
+				r.vs = "cachekit Get (enc, L1 off, pipelining on)"
+			}
+			rows = append(rows, r)
 		}
 		for _, m := range mixRows {
 			rows = append(rows, &row{name: m.name, callers: n, op: m.op})
@@ -260,7 +290,9 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			if err != nil {
 				return err
 			}
+			own0 := processCPU()
 			ops, n, err := measure(rw.op, rw.callers, d)
+			own1 := processCPU()
 			if err != nil {
 				return fmt.Errorf("%s at %d: %w", rw.name, rw.callers, err)
 			}
@@ -270,16 +302,57 @@ func run(rounds int, d time.Duration, only string, match *regexp.Regexp) error {
 			}
 			rw.rounds = append(rw.rounds, ops)
 			rw.cpu = append(rw.cpu, (cpu1-cpu0)*1e6/float64(n))
+			rw.own = append(rw.own, (own1-own0)*1e6/float64(n))
 		}
 		fmt.Fprintf(os.Stderr, "round %d of %d done\n", r+1, rounds)
 	}
-	fmt.Printf("%-48s %7s %12s %25s %16s\n", "row", "callers", "median op/s", "spread (min - max)", "Redis CPU µs/op")
+	fmt.Printf("%-48s %7s %12s %25s %16s %17s\n", "row", "callers", "median op/s", "spread (min - max)", "Redis CPU µs/op", "client CPU µs/op")
 	for _, rw := range rows {
 		s := slices.Sorted(slices.Values(rw.rounds))
 		c := slices.Sorted(slices.Values(rw.cpu))
-		fmt.Printf("%-48s %7d %12.1fk %11.1fk - %.1fk %16.2f\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3, c[len(c)/2])
+		o := slices.Sorted(slices.Values(rw.own))
+		fmt.Printf("%-48s %7d %12.1fk %11.1fk - %.1fk %16.2f %17.2f\n", rw.name, rw.callers, s[len(s)/2]/1e3, s[0]/1e3, s[len(s)-1]/1e3, c[len(c)/2], o[len(o)/2])
+	}
+	for _, rw := range rows {
+		if base := find(rows, rw.vs, rw.callers); base != nil {
+			r := make([]float64, len(rw.rounds))
+			for i := range r {
+				r[i] = rw.rounds[i] / base.rounds[i]
+			}
+			slices.Sort(r)
+			fmt.Printf("%s ÷ %s at %d callers, paired by round: median %.3f (%.3f - %.3f), %d rounds\n",
+				rw.name, base.name, rw.callers, r[len(r)/2], r[0], r[len(r)-1], len(r))
+			for i := range r {
+				r[i] = rw.own[i] - base.own[i]
+			}
+			slices.Sort(r)
+			fmt.Printf("  client CPU per op, paired by round: %+.2f µs (%+.2f - %+.2f)\n", r[len(r)/2], r[0], r[len(r)-1])
+		}
+	}
+	return reader.Collect(ctx, &metricdata.ResourceMetrics{})
+}
+
+// metricsRow is the encrypted Get with L1 off and an SDK MeterProvider.
+const metricsRow = "cachekit Get (enc, L1 off, pipelining on, metrics)"
+
+// find returns the row called name at callers, nil when there is none.
+func find(rows []*row, name string, callers int) *row {
+	for _, r := range rows {
+		if name != "" && r.name == name && r.callers == callers {
+			return r
+		}
 	}
 	return nil
+}
+
+// processCPU is the CPU time this process has used, in seconds (user +
+// system).
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // redisCPU is the CPU time the Redis server has used, in seconds (INFO

@@ -14,6 +14,10 @@ import (
 	"sort"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/fixture"
@@ -33,13 +37,15 @@ const (
 )
 
 var builders = map[string]func() (Op, error){
-	"EncryptNow/100B":             encryptNow,
-	"DecryptNow/100B":             decryptNow,
-	"L1Hit/encrypted/bytes/100B":  l1Hit,
-	"L1Hit/encrypted/struct/100B": l1HitStruct,
-	"L1Hit/named/bytes/100B":      l1HitNamed,
-	"AppendAAD":                   appendAAD,
-	"EnvelopeOpen/1KiB":           envelopeOpen,
+	"EncryptNow/100B":                 encryptNow,
+	"DecryptNow/100B":                 decryptNow,
+	"L1Hit/encrypted/bytes/100B":      l1Hit,
+	"L1Hit/encrypted/struct/100B":     l1HitStruct,
+	"L1Hit/named/bytes/100B":          l1HitNamed,
+	"L1Hit/metrics/bytes/100B":        l1HitMetrics,
+	"L1Hit/unsampled-span/bytes/100B": l1HitUnsampled,
+	"AppendAAD":                       appendAAD,
+	"EnvelopeOpen/1KiB":               envelopeOpen,
 }
 
 // allocs is each workload's allocation budget per op: zero, except for
@@ -148,23 +154,44 @@ func decryptNow() (Op, error) {
 }
 
 // l1Hit is AppendValue of a 100-byte []byte from an encrypted L1.
-func l1Hit() (Op, error) { return l1HitWith(nil) }
+func l1Hit() (Op, error) { return l1HitWith(context.Background(), cachekit.Options{}, nil) }
 
 // l1HitNamed is l1Hit with a name key (encryption.Config.NameKey): the
 // key's opaque name comes from the Client's memo.
-func l1HitNamed() (Op, error) { return l1HitWith(bytes.Repeat([]byte{0x17}, encryption.KeySize)) }
+func l1HitNamed() (Op, error) {
+	return l1HitWith(context.Background(), cachekit.Options{}, bytes.Repeat([]byte{0x17}, encryption.KeySize))
+}
 
-// l1HitWith is l1Hit's workload with nameKey (nil: none).
-func l1HitWith(nameKey []byte) (Op, error) {
-	c, err := cachekit.New(cachekit.Options{
-		L1MaxBytes: 1 << 20,
-		DefaultTTL: time.Hour,
-		Encryption: &encryption.Config{MasterKey: fixture.MasterKey, NameKey: nameKey},
+// l1HitMetrics is l1Hit with an OpenTelemetry SDK MeterProvider (a manual
+// reader, never collected during the run): what metrics add to the hit.
+func l1HitMetrics() (Op, error) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	return l1HitWith(context.Background(), cachekit.Options{MeterProvider: mp}, nil)
+}
+
+// l1HitUnsampled is l1Hit with an SDK TracerProvider (its default sampler,
+// ParentBased) called with a ctx whose span context is valid and not
+// sampled, as a service that samples a fraction of its requests passes
+// for the rest.
+func l1HitUnsampled() (Op, error) {
+	tp := sdktrace.NewTracerProvider()
+	parent := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		SpanID:  trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
+		Remote:  true,
 	})
+	return l1HitWith(trace.ContextWithRemoteSpanContext(context.Background(), parent), cachekit.Options{TracerProvider: tp}, nil)
+}
+
+// l1HitWith is l1Hit's workload called with ctx, on a Client with the
+// providers of o and nameKey (nil: none).
+func l1HitWith(ctx context.Context, o cachekit.Options, nameKey []byte) (Op, error) {
+	o.L1MaxBytes, o.DefaultTTL = 1<<20, time.Hour
+	o.Encryption = &encryption.Config{MasterKey: fixture.MasterKey, NameKey: nameKey}
+	c, err := cachekit.New(o)
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
 	if err := c.Warm(ctx); err != nil {
 		return nil, err
 	}
