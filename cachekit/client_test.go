@@ -3,6 +3,7 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -341,5 +342,40 @@ func TestRedisURLCluster(t *testing.T) {
 		if got[k] != i {
 			t.Fatalf("%d: got %d", i, got[k])
 		}
+	}
+}
+
+// TestCloseLeavesNoGoroutine: a Client running every background part
+// (invalidation tracking, SWR, a name-key marker keeper, a fence in
+// progress against a server that no longer answers, lease renewals) leaves
+// no goroutine of the module a second after Close; Close is idempotent and
+// every call after it returns ErrClosed.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	// Not parallel: counts the module's goroutines.
+	srv, _ := withRedis(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	o := Production()
+	o.RedisURL = proxy.URL()
+	o.Encryption = namedOpts(testNameKey).Encryption
+	c, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 5*time.Second, func() bool { return c.InvalidationStats().Tracking })
+	for i := range 8 {
+		if _, err := GetOrLoad(bg, c, fmt.Sprint("k", i), func(context.Context) (string, error) { return "v", nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A server that no longer answers, and a write whose connection then
+	// fails: its fence keeps trying until Close.
+	proxy.BlackHole()
+	_ = c.Set(bg, "k0", "late")
+	noGoroutinesAfterClose(t, c)
+	if err := c.Close(); err != nil {
+		t.Fatalf("a second Close = %v", err)
+	}
+	if err := c.Set(bg, "k", "v"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Set after Close = %v, want ErrClosed", err)
 	}
 }

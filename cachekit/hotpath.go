@@ -105,7 +105,7 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 	t := c.ticket(key)
 	var stored []byte
 	var ttl time.Duration
-	err := c.redis(ctx, "get", 0, c.getCall(c.fullKey(key), withTTL, &stored, &ttl))
+	err := c.readL2(ctx, c.fullKey(key), withTTL, &stored, &ttl)
 	if err != nil {
 		return nil, TierL2, 0, c.readErr(ctx, key, err)
 	}

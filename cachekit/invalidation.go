@@ -90,7 +90,7 @@ func (c *Client) renew(key string, life time.Duration) {
 		var ttl time.Duration
 		// Outside the reliability stack: a renewal is no caller's work and
 		// takes none of the callers' MaxInFlight slots; ctx bounds it.
-		if c.getCall(c.fullKey(key), true, &stored, &ttl)(ctx) != nil || ttl <= 0 {
+		if c.getCall(c.fullKey(key), true, false, &stored, &ttl)(ctx) != nil || ttl <= 0 {
 			return
 		}
 		s := getScratch()

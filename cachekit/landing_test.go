@@ -1,7 +1,9 @@
 package cachekit
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -321,5 +323,60 @@ func TestLoadTimeoutIsErrTimeout(t *testing.T) {
 	})
 	if !errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("GetOrLoad past LoadTimeout = %v, want ErrTimeout (and not context.DeadlineExceeded)", err)
+	}
+}
+
+// A large value reads back through a slow link with the defaults: its read
+// gets its size's transfer allowance once the value is known to be large
+// (the first read asks for at most 128 KiB and the length), as its write
+// did; a small read keeps its 200 ms bound. Every Get of a 24 MiB value
+// through an 18 MiB/s link used to time out.
+func TestLargeValueReadsThroughSlowLink(t *testing.T) {
+	t.Parallel()
+	srv, _ := withRedis(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	o := Production()
+	o.RedisURL, o.Invalidation, o.L1MaxBytes = proxy.URL(), nil, 0
+	c := newClient(t, o)
+	big := make([]byte, 24<<20)
+	rand.Read(big) // incompressible: 24 MiB cross the link
+	proxy.Throttle(18 << 20)
+	start := time.Now()
+	if err := c.SetWithTTL(bg, "big", big, time.Minute); err != nil || c.ReliabilityStats().Degraded != 0 {
+		t.Fatalf("Set of 24 MiB through 18 MiB/s: %v (absorbed: %d) after %v", err, c.ReliabilityStats().Degraded, time.Since(start))
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("24 MiB crossed an 18 MiB/s link in %v: no throttle", took)
+	}
+	got, err := c.GetBytes(bg, "big")
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("Get of 24 MiB through 18 MiB/s: %d bytes, %v", len(got), err)
+	}
+	if st := c.Stats(); st.L2Errors != 0 {
+		t.Fatalf("L2Errors = %d: a long value's first read is no failure", st.L2Errors)
+	}
+}
+
+// A large conditional write after Redis lost its scripts (SCRIPT FLUSH, a
+// restart) sends its value once: the script is loaded first. It sent
+// EVALSHA with the value, got NOSCRIPT, then EVAL with the value again,
+// past the one-send allowance: ErrTimeout for a write that was stored.
+func TestLargeScriptedWriteSendsValueOnce(t *testing.T) {
+	t.Parallel()
+	srv, raw := withRedis(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	o := Minimal()
+	o.RedisURL, o.L1MaxBytes = proxy.URL(), 0
+	c := newClient(t, o)
+	defaultBareBound(t)
+	v := make([]byte, 8<<20)
+	rand.Read(v) // incompressible
+	if err := raw.ScriptFlush(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Throttle(17 << 20)
+	stored, err := c.SetIfAbsent(bg, "big", v, time.Minute)
+	if err != nil || !stored {
+		t.Fatalf("SetIfAbsent of 8 MiB through 17 MiB/s after SCRIPT FLUSH = %v, %v", stored, err)
 	}
 }

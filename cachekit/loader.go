@@ -226,7 +226,7 @@ func lookAgain[T any](ctx context.Context, c *Client, key string) (replace strin
 	var ee *EntryError
 	if c.l2 != nil && errors.As(err, &ee) && ee.Tier == TierL2 {
 		var raw []byte
-		if rerr := c.redis(ctx, "get", 0, c.getCall(c.fullKey(key), false, &raw, nil)); rerr == nil {
+		if rerr := c.readL2(ctx, c.fullKey(key), false, &raw, nil); rerr == nil {
 			replace = l2.Digest(raw)
 		}
 	}

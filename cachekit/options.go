@@ -66,9 +66,13 @@ type Options struct {
 	// (redis+cluster://10.0.0.1:7000?addr=10.0.0.2:7000). The Client owns
 	// the connection it opens and closes it on Close.
 	// That go-redis client is built to be bounded: no retries of its own,
-	// one dial per attempt, ctx deadlines honoured, and
-	// Reliability.AttemptTimeout (200 ms by default, also when Reliability
-	// is nil) as its dial, read and write timeouts unless the URL sets them.
+	// one dial per attempt, ctx deadlines honoured (every call carries
+	// one: the Client's attempt bound or the caller's), maintenance
+	// notifications off, Reliability.AttemptTimeout (200 ms by default,
+	// also when Reliability is nil) as its dial and pool-wait timeouts, and
+	// AttemptTimeout plus the transfer of the largest entry MaxValueBytes
+	// allows at 16 MiB/s (4.2 s at the 64 MiB default) as its read and
+	// write timeouts, unless the URL sets them.
 	// Default: "" (no Redis: L1-only mode).
 	//
 	// Redis down when New runs is not an error: New does not PING (call

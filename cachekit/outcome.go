@@ -25,7 +25,7 @@ import (
 // unguarded, as tools.
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	err := c.rel.DoSized(ctx, op, n, fn)
-	if err != nil && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
+	if _, long := l2.IsLong(err); err != nil && !long && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
 		c.stats.L2Errors.Add(1)
 		if errors.Is(err, ErrOutcomeUnknown) {
 			c.stats.UnknownWrites.Add(1)

@@ -31,9 +31,10 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`)
 
 // leaseProbe queues, for key, the two reads that tell a lease from an
-// entry (STRLEN and the first bytes), so a read needs no script: scripts
-// are refused while Redis is over maxmemory (Redis 7 treats a script
-// without flags as a writer), plain reads are not.
+// entry (STRLEN and the first bytes), so a read needs no script: over
+// maxmemory a script may be refused (Redis 7.0.15 refuses its first write;
+// newer servers may refuse a script without flags outright), plain reads
+// are not.
 type leaseProbe struct {
 	n    *redis.IntCmd
 	head *redis.StringCmd

@@ -15,7 +15,8 @@
 //
 // # Round trips
 //
-// Get and Set are one command each (GetUpTo a GETRANGE; on a Store that
+// Get and Set are one command each (GetUpTo a GETRANGE of at most
+// LongRead bytes, and for a longer value STRLEN, then GetLongUpTo; on a Store that
 // announces writes, Set pipelines its PUBLISH); Delete, Exists and TTL
 // pipeline a lease probe beside their command. GetWithTTL pipelines GET and
 // PTTL. MGet pipelines an MGET and an EXISTS of the keys on a

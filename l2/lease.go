@@ -299,7 +299,7 @@ func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration)
 // Release deletes key while it still holds lease (a load that failed gives
 // the key back at once instead of at the lease's expiry), and reports
 // whether it did. Redis over maxmemory refuses the compare-and-delete
-// script (Redis 7 treats a script without flags as a writer) but not DEL:
+// script (at its DEL, or before it runs) but not a plain DEL:
 // then the key is deleted whatever it holds, which is always safe for a
 // cache (the next read misses; a load under another lease stores nothing).
 func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {

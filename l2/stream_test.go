@@ -164,15 +164,20 @@ func TestStreamLargeBypasses(t *testing.T) {
 	if err := f.store.Set(ctx, "big", big, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	got, ttl, err := f.store.GetWithTTLUpTo(ctx, "big", 1<<20)
+	_, _, err := f.store.GetWithTTLUpTo(ctx, "big", 1<<20)
+	n, long := IsLong(err)
+	if !long || n != len(big) {
+		t.Fatalf("GetWithTTLUpTo of %d bytes = %v, want a *LongError with the length", len(big), err)
+	}
+	got, ttl, err := f.store.GetLongWithTTLUpTo(ctx, "big", 1<<20)
 	if err != nil || !bytes.Equal(got, big) || ttl <= 0 {
-		t.Fatalf("GetWithTTLUpTo = %d bytes, %v, %v", len(got), ttl, err)
+		t.Fatalf("GetLongWithTTLUpTo = %d bytes, %v, %v", len(got), ttl, err)
 	}
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
-	// The read asked the stream for the first maxBytes+1 bytes, then read
-	// the value off it.
-	if seen.direct["set"] != 1 || seen.direct["getrange"] != 1 || seen.streamed["pttl"] != 1 {
+	// The read asked the stream for the first maxBytes+1 bytes and the
+	// length, then read the value off it.
+	if seen.direct["set"] != 1 || seen.direct["getrange"] != 1 || seen.streamed["pttl"] != 1 || seen.streamed["strlen"] < 1 {
 		t.Fatalf("direct %v, streamed %v", seen.direct, seen.streamed)
 	}
 }

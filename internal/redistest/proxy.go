@@ -34,6 +34,9 @@ type Proxy struct {
 	delayNext, slowDial atomic.Int64
 	// delayWhen is DelayWhen's pending delay and the bytes that start it.
 	delayWhen atomic.Pointer[delayMatch]
+	// rate, when positive, is each direction's bandwidth per connection in
+	// bytes per second (Throttle).
+	rate atomic.Int64
 }
 
 // delayMatch is a delay DelayWhen arms.
@@ -72,6 +75,8 @@ type proxyConn struct {
 	held    []heldChunk
 	ended   bool // the client side ended: close once held is empty
 	running bool // the forwarding goroutine runs
+	// gone is closed by end: the forwarder drops what it holds.
+	gone chan struct{}
 }
 
 // heldChunk is a request chunk Delay holds until due.
@@ -185,6 +190,10 @@ func (p *Proxy) DelayWhen(d time.Duration, match []byte) {
 	p.delayWhen.Store(&delayMatch{d: d, match: append([]byte(nil), match...)})
 }
 
+// Throttle limits every connection, open and new, to bytesPerSec in each
+// direction (a slow link); 0 lifts the limit.
+func (p *Proxy) Throttle(bytesPerSec int) { p.rate.Store(int64(bytesPerSec)) }
+
 // SlowDial makes every connection accepted from now on wait d before the
 // proxy connects it to the target (its requests wait with it): a slow
 // path for new connections while the open ones stay fast. 0 ends it.
@@ -220,7 +229,13 @@ func (pc *proxyConn) forward() {
 		c := pc.held[0]
 		pc.held = pc.held[1:]
 		pc.mu.Unlock()
-		time.Sleep(time.Until(c.due))
+		t := time.NewTimer(time.Until(c.due))
+		select {
+		case <-t.C:
+		case <-pc.gone: // ended (a reset, the proxy stopping): nothing more goes
+			t.Stop()
+			return
+		}
 		if _, err := pc.server.Write(c.b); err != nil {
 			pc.end(false)
 			return
@@ -301,7 +316,7 @@ func (p *Proxy) serve(client *net.TCPConn) {
 	if p.currentMode() != modeReset {
 		server, _ = net.DialTimeout("tcp", p.target, time.Second)
 	}
-	pc := &proxyConn{p: p, client: client, server: server}
+	pc := &proxyConn{p: p, client: client, server: server, gone: make(chan struct{})}
 	p.mu.Lock()
 	if p.closed || p.mode == modeReset || (server == nil && p.mode != modeBlackHole) {
 		p.mu.Unlock()
@@ -324,8 +339,21 @@ func (p *Proxy) serve(client *net.TCPConn) {
 // mode changes and a request finds the server gone (or never reached).
 func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 	buf := make([]byte, proxyBufSize)
+	var paced int64 // bytes carried since paceStart under the current rate
+	var paceStart time.Time
+	var paceRate int64
 	for {
 		n, err := src.Read(buf)
+		if rate := pc.p.rate.Load(); n > 0 && rate > 0 {
+			// The link's pace: the bytes carried since the link got busy
+			// take bytes/rate seconds (an idle link starts afresh).
+			now := time.Now()
+			if rate != paceRate || now.Sub(paceStart) > time.Duration(paced*int64(time.Second)/rate)+10*time.Millisecond {
+				paced, paceStart, paceRate = 0, now, rate
+			}
+			paced += int64(n)
+			time.Sleep(time.Until(paceStart.Add(time.Duration(paced * int64(time.Second) / rate))))
+		}
 		if n > 0 && !toClient && pc.delay.Load() == 0 {
 			if d := pc.p.delayNext.Swap(0); d > 0 {
 				pc.delay.Store(d)
@@ -384,6 +412,7 @@ func (pc *proxyConn) holding() bool {
 // set, and forgets it. Only the first call has an effect.
 func (pc *proxyConn) end(rst bool) {
 	pc.once.Do(func() {
+		close(pc.gone)
 		if rst {
 			_ = pc.client.SetLinger(0)
 		}
