@@ -11,8 +11,8 @@ STATICCHECK_VERSION ?= v0.8.2
 test:
 	./scripts/ensure-redis
 	$(GO) test -race -count=1 $(PKGS)
-	@echo "== tests that run only without -race: allocation budgets, TinyLFU admission (sync.Pool keeps its items)"
-	$(GO) test -count=1 -run 'Alloc|Admission' $(PKGS)
+	@echo "== tests that run only without -race: allocation budgets, TinyLFU admission (sync.Pool keeps its items), transfers paced in wall time"
+	$(GO) test -count=1 -run 'Alloc|Admission|SlowLink|SendsValueOnce' $(PKGS)
 	@echo "== the Client's suite with auto-pipelining off (CACHEKIT_TEST_AUTOPIPELINE=0; on is the default)"
 	CACHEKIT_TEST_AUTOPIPELINE=0 $(GO) test -count=1 ./cachekit/
 	@echo "== examples/prometheus (its own module: the exporter stays out of the library's go.mod)"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 )
 
 // lostReply lets Redis apply the first SET ... NX, then reports a read
@@ -62,7 +63,7 @@ func TestTouchShortensL1(t *testing.T) {
 	c.DeleteLocal("k")
 	h := redistest.NewHold("getrange", "k")
 	rdb.AddHook(h)
-	c.l2.SetSeam(h)
+	seam.Install(c.l2, h)
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = Get[string](bg, c, "k") }()
 	<-h.Held() // the read holds GETRANGE+PTTL's answer: an hour

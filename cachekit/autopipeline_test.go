@@ -16,18 +16,18 @@ func TestAutoPipelineOption(t *testing.T) {
 	if noAutoPipeline {
 		t.Skip("CACHEKIT_TEST_AUTOPIPELINE=0 turns the option off")
 	}
-	if c := newClient(t, Options{Redis: rdb}); !c.l2.Pipelined() {
+	if c := newClient(t, Options{Redis: rdb}); !c.pipelined {
 		t.Error("a given client is not auto-pipelined by default")
 	}
-	if c := newClient(t, Options{RedisURL: "redis://" + srv.Addr()}); !c.l2.Pipelined() {
+	if c := newClient(t, Options{RedisURL: "redis://" + srv.Addr()}); !c.pipelined {
 		t.Error("the client New opens is not auto-pipelined by default")
 	}
-	if c := newClient(t, Options{Redis: rdb, DisableAutoPipeline: true}); c.l2.Pipelined() {
+	if c := newClient(t, Options{Redis: rdb, DisableAutoPipeline: true}); c.pipelined {
 		t.Error("DisableAutoPipeline left the stream on")
 	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": rdb.Options().Addr}})
 	t.Cleanup(func() { _ = ring.Close() })
-	if c := newClient(t, Options{Redis: ring}); c.l2.Pipelined() {
+	if c := newClient(t, Options{Redis: ring}); c.pipelined {
 		t.Error("a Ring reports a stream")
 	}
 }
@@ -40,7 +40,7 @@ func TestAutoPipelineOption(t *testing.T) {
 func TestAutoPipelineHoldDoesNotHoldTheStream(t *testing.T) {
 	t.Parallel()
 	c, h, raw := heldClient(t, "set", "k", Options{})
-	if !c.l2.Pipelined() {
+	if !c.pipelined {
 		t.Skip("auto-pipelining is off (CACHEKIT_TEST_AUTOPIPELINE=0)")
 	}
 	whileHeld(t, h, func() error { return c.Set(bg, "k", "a") }, func() {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/names"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -114,7 +114,7 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	}
 	var vals [][]byte
 	var ttls []time.Duration
-	err = c.rel.Do(ctx, "mget", func(ctx context.Context) error {
+	err = c.do(ctx, "mget", 0, func(ctx context.Context) error {
 		var err error
 		if c.l1 != nil {
 			vals, ttls, err = c.l2.MGetWithTTL(ctx, full)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
@@ -50,10 +50,10 @@ func boundedOps(c *Client) []struct {
 // never context.DeadlineExceeded (that one is the caller's).
 func TestMinimalHungRedisBoundedByAttemptTimeout(t *testing.T) {
 	// Not parallel: bounds calls in wall time.
-	defaultBareBound(t)
 	srv := redistest.Start(t)
 	opts := Minimal()
 	opts.RedisURL = srv.URL()
+	defaultBound(&opts)
 	c := newClient(t, opts)
 	if err := c.Set(bg, "warm", "v"); err != nil { // a pooled connection, already past its handshake
 		t.Fatal(err)
@@ -86,10 +86,10 @@ func TestMinimalHungRedisBoundedByAttemptTimeout(t *testing.T) {
 // (16 MiB/s) on top, and then it ends with ErrTimeout.
 func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 	// Not parallel: bounds a call in wall time.
-	defaultBareBound(t)
 	srv := redistest.Start(t)
 	opts := Minimal()
 	opts.RedisURL = srv.URL()
+	defaultBound(&opts)
 	opts.L1MaxBytes = 0
 	opts.DisableCompression = true
 	c := newClient(t, opts)
@@ -122,7 +122,6 @@ func TestLargeSetKeepsTransferAllowance(t *testing.T) {
 // error.type says the same.
 func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 	// Not parallel: pauses servers and bounds calls.
-	defaultBareBound(t)
 	secure, err := Secure("42424242424242424242424242424242424242424242424242424242424242ab")
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +163,7 @@ func TestCallerDeadlineAndCancelMatchContextErrors(t *testing.T) {
 			tg := tc.start(t)
 			mp, reader := meterProvider(t)
 			opts := tc.opts
+			defaultBound(&opts)
 			opts.RedisURL = tg.url
 			opts.MeterProvider = mp
 			if opts.Reliability != nil {

@@ -13,14 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/coherence"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/swr"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
-	"github.com/cachekit-io/cachekit-go/internal/coherence"
-	"github.com/cachekit-io/cachekit-go/internal/flight"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/internal/names"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
-	"github.com/cachekit-io/cachekit-go/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -56,6 +56,7 @@ type Client struct {
 	l1        *l1.Cache // nil: L1 off
 	l2        *l2.Store // nil: L1-only mode
 	ownsRedis bool
+	pipelined bool // l2 sends through the auto-pipelined stream
 
 	log    *slog.Logger
 	now    func() time.Time
@@ -78,6 +79,10 @@ type Client struct {
 	marker     string
 	markerKick chan struct{}
 	markerWG   sync.WaitGroup
+
+	// bareBound bounds each Redis call without Reliability
+	// (Options.bareBound; 0: the default AttemptTimeout).
+	bareBound time.Duration
 
 	closed     atomic.Bool
 	lastWarn   observe.Limiter
@@ -123,6 +128,7 @@ func New(opts Options) (*Client, error) {
 		maxValue:    cmp.Or(opts.MaxValueBytes, defaultMaxValueBytes),
 		log:         cmp.Or(opts.Logger, slog.Default()),
 		now:         opts.Clock,
+		bareBound:   opts.bareBound,
 	}
 	if _, err := protocol.NormalizeTTL(c.defaultTTL); err != nil {
 		return nil, configErr("DefaultTTL: " + err.Error())
@@ -209,13 +215,15 @@ func (c *Client) build(opts Options) error {
 			}
 			if err := c.l2.AutoPipeline(batch); err != nil {
 				c.log.Info("cachekit: auto-pipelining is off", "error", err)
+			} else {
+				c.pipelined = true
 			}
 		}
 		if !c.ownsRedis {
 			c.l2.CheckDriver(c.log, c.rel.Retries())
 		}
 		if c.inv != nil && c.inv.Announce {
-			c.l2.AnnounceWrites(c.inv.Channel)
+			c.l2.AnnounceWrites(c.inv.Channel, c.announceFailed)
 		}
 	}
 	if err := c.checkMarker(opts.WarnNameKeyMismatch); err != nil {
@@ -376,7 +384,8 @@ func (c *Client) unfenced(why error) {
 func (c *Client) guardHooks() guard.Hooks {
 	h := guard.Hooks{Now: c.now, Transition: guard.LogTransitions(c.log, c.now, c.obs.BreakerTransition)}
 	if c.l2 != nil {
-		h.Transient, h.Ping, h.Background, h.Fenced = c.l2.RefreshTopology, c.l2.Ping, c.bg, c.l2.Fencing
+		h.Transient, h.Ping, h.Background = c.l2.RefreshTopology, c.l2.Ping, c.bg
+		h.Fenced = func() bool { return c.l2.FenceStats().On }
 	}
 	if c.obs != nil {
 		h.Retry = c.obs.Retry

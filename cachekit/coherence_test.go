@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
-	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 )
 
 // These tests drive real races through the public API: a go-redis hook
@@ -26,7 +26,7 @@ import (
 // command, and a plain client on the same Redis for setup and checks.
 func heldClient(t *testing.T, name, key string, opts Options) (*Client, *redistest.Hold, *redis.Client) {
 	t.Helper()
-	return heldClientWith(t, redistest.NewHold(name, key).Named(l2.CommandName), opts)
+	return heldClientWith(t, redistest.NewHold(name, key).Named(seam.CommandName), opts)
 }
 
 // heldClientWith is heldClient with a Hold of the caller's.
@@ -48,7 +48,7 @@ func heldClientWith(t *testing.T, h *redistest.Hold, opts Options) (*Client, *re
 		opts.Encryption = encConfig("")
 	}
 	c := newClient(t, opts)
-	c.l2.SetSeam(h) // below the pipeliner: holds the caller, not the stream
+	seam.Install(c.l2, h) // below the pipeliner: holds the caller, not the stream
 	return c, h, raw
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 )
 
 // TestReliabilityDefaultsMatchDocs pins every documented default of

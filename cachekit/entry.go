@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/codec"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
-	"github.com/cachekit-io/cachekit-go/internal/codec"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 

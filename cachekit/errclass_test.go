@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
@@ -80,15 +80,18 @@ func TestErrorClasses(t *testing.T) {
 }
 
 // A write whose outcome is unknown is classed outcome_unknown in metrics
-// and warnings, before the deadline that ended it.
+// and warnings (not "redis"), unless the caller's own deadline or cancel
+// ended it: that keeps its class (R13).
 func TestUnknownWriteClass(t *testing.T) {
 	t.Parallel()
-	err := &BackendError{Op: "set", Err: context.DeadlineExceeded}
-	if c := errClasses.Class(err); c == observe.OutcomeUnknown {
-		t.Fatalf("a plain deadline classed %v", c)
+	if c := errClasses.Class(&BackendError{Op: "set", Err: ErrTimeout}); c == observe.OutcomeUnknown {
+		t.Fatalf("a write with a known outcome classed %v", c)
 	}
-	unknown := l2.OutcomeUnknown("set", context.DeadlineExceeded)
+	unknown := l2.OutcomeUnknown("set", ErrTimeout)
 	if c := errClasses.Class(unknown); c != observe.OutcomeUnknown || c.String() != "outcome_unknown" {
 		t.Fatalf("a write of unknown outcome classed %v, want outcome_unknown", c)
+	}
+	if c := errClasses.Class(l2.OutcomeUnknown("set", context.DeadlineExceeded)); c != observe.Deadline {
+		t.Fatalf("an unknown write the caller's deadline ended classed %v, want deadline_exceeded", c)
 	}
 }

@@ -3,8 +3,8 @@ package cachekit
 import (
 	"errors"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 )
 
 // These tests run against a real redis-server whose ACL refuses CLIENT
@@ -385,7 +386,7 @@ func TestFallbackRenewalLosesToAWrite(t *testing.T) {
 	cached(t, a, "k", "old")
 	h := redistest.NewHold("getrange", a.fullKey("k"))
 	rdb.AddHook(h)
-	a.l2.SetSeam(h)
+	seam.Install(a.l2, h)
 	defer h.Release()
 	time.Sleep(life * 8 / 10) // the copy is in the last quarter of its lifetime
 	if v, err := Get[string](bg, a, "k"); err != nil || v != "old" {

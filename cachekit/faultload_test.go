@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/cachekit-io/cachekit-go/internal/codec"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/codec"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 

@@ -39,6 +39,9 @@ var noAutoPipeline = os.Getenv("CACHEKIT_TEST_AUTOPIPELINE") == "0"
 func newClient(t testing.TB, opts Options) *Client {
 	t.Helper()
 	opts.DisableAutoPipeline = opts.DisableAutoPipeline || noAutoPipeline
+	if opts.bareBound == 0 {
+		opts.bareBound = testBareBound
+	}
 	c, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

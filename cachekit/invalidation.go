@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/coherence"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/coherence"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 

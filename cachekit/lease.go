@@ -18,8 +18,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/cachekit-io/cachekit-go/internal/flight"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 

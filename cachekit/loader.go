@@ -7,10 +7,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
-	"github.com/cachekit-io/cachekit-go/internal/flight"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -282,7 +282,7 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
 	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
 	var ok bool
-	err := c.rel.Do(ctx, "lock", func(ctx context.Context) (err error) {
+	err := c.do(ctx, "lock", 0, func(ctx context.Context) (err error) {
 		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
 		return err
 	})
@@ -294,7 +294,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, 
 		return func() {
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
 			defer cancel()
-			_ = c.rel.Do(uctx, "unlock", func(ctx context.Context) error {
+			_ = c.do(uctx, "unlock", 0, func(ctx context.Context) error {
 				_, err := c.l2.Unlock(ctx, lockKey, token)
 				return err
 			})

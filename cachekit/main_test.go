@@ -5,27 +5,25 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
 
-// TestMain widens the bound of calls made without the reliability stack
-// (Options.Reliability nil) to 5 s: on the shared 2-core machine, under
-// the race detector and beside other packages' tests, a Set has taken
-// over 200 ms, and tests of other behaviour must not read that as a
-// timeout. The tests of the bound call defaultBareBound.
+// TestMain runs the cross-process lease tests' child processes, or the
+// tests.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(leaseChild(strings.Fields(spec))) // a process of a cross-process lease test
 	}
-	guard.SetBareBound(5 * time.Second)
 	os.Exit(m.Run())
 }
 
-// defaultBareBound restores the default bound (AttemptTimeout, 200 ms) for
-// the rest of t. Only tests that are not parallel may call it.
-func defaultBareBound(t *testing.T) {
-	t.Helper()
-	old := guard.SetBareBound(0)
-	t.Cleanup(func() { guard.SetBareBound(old) })
-}
+// testBareBound is the bound the tests' Clients give each Redis call
+// without Reliability (Options.bareBound): on the shared 2-core machine,
+// under the race detector and beside other packages' tests, a Set has
+// taken over 200 ms, and tests of other behaviour must not read that as a
+// timeout. newClient sets it unless the test chose one; the tests of the
+// bound itself set defaultBound.
+const testBareBound = 5 * time.Second
+
+// defaultBound makes opts keep the default AttemptTimeout as the bound of
+// calls without Reliability (newClient widens it otherwise).
+func defaultBound(opts *Options) { opts.bareBound = -1 }

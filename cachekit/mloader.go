@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/names"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
 )
 
 // MGetOrLoad returns the cached values of keys and, for the keys not

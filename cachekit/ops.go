@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -43,10 +43,6 @@ func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
 		err = c.redis(ctx, "del", 0, c.delCall(keys, &n))
-		if isPublishErr(err) { // the DELs went (and are not retried); their announcement did not
-			c.publishFailed("Delete", keys, err)
-			err = nil
-		}
 	}
 	for _, k := range keys {
 		c.dropL1(k)

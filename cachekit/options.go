@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -222,6 +222,12 @@ type Options struct {
 	// a *NameKeyMismatchError, when Redis holds under KeyPrefix the marker
 	// of another name key (Encryption.NameKey). Default: false (New fails).
 	WarnNameKeyMismatch bool
+
+	// bareBound, when positive, replaces the default AttemptTimeout as the
+	// bound of each Redis call when Reliability is nil. The package's
+	// tests widen it (a loaded test machine answers slower than 200 ms);
+	// nothing else can set it.
+	bareBound time.Duration
 
 	// Preset records which preset built these options. New checks the
 	// guarantee PresetSecure implies (Encryption must be set); the others

@@ -8,9 +8,10 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"strings"
 
-	"github.com/cachekit-io/cachekit-go/internal/guard"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -24,14 +25,24 @@ import (
 // renewals and releases run in their own bounds, and Raw's scans and swaps
 // unguarded, as tools.
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
-	err := c.rel.DoSized(ctx, op, n, fn)
-	if _, long := l2.IsLong(err); err != nil && !long && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) && !isPublishErr(err) {
+	err := c.do(ctx, op, n, fn)
+	if _, long := l2.IsLong(err); err != nil && !long && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) {
 		c.stats.L2Errors.Add(1)
 		if errors.Is(err, ErrOutcomeUnknown) {
 			c.stats.UnknownWrites.Add(1)
 		}
 	}
 	return err
+}
+
+// do runs fn, the Redis call op that sends n bytes, under the reliability
+// stack, or without it (Reliability nil) in one attempt bounded by
+// AttemptTimeout's default and n's transfer allowance.
+func (c *Client) do(ctx context.Context, op string, n int, fn func(context.Context) error) error {
+	if c.rel == nil {
+		return guard.Bare(ctx, op, n, c.bareBound, fn)
+	}
+	return c.rel.DoSized(ctx, op, n, fn)
 }
 
 // readErr turns a Redis read's error into the error the caller sees: a
@@ -68,7 +79,7 @@ func (c *Client) publish(ctx context.Context, after string, keys ...string) {
 	for i, k := range keys {
 		full[i] = c.fullKey(k)
 	}
-	c.publishFailed(after, keys, c.rel.Do(ctx, "publish", func(ctx context.Context) error { return c.l2.Announce(ctx, full...) }))
+	c.publishFailed(after, keys, c.do(ctx, "publish", 0, func(ctx context.Context) error { return c.l2.Announce(ctx, full...) }))
 }
 
 // publishFailed warns about err (l2 counts it), the failed publish of an
@@ -166,10 +177,16 @@ func (c *Client) snapshot() observe.Snapshot {
 // isNotFound reports whether err matches ErrNotFound.
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
-// isPublishErr reports whether err is the failure of an invalidation
-// sent beside a write (l2.Store.AnnounceWrites: Set, Delete): the write
-// itself succeeded.
-func isPublishErr(err error) bool {
-	var be *BackendError
-	return errors.As(err, &be) && be.Op == "publish"
+// announceFailed warns about the failed announcement of a write l2 made
+// (op "set" or "del" of the Redis keys full): the write went through.
+func (c *Client) announceFailed(op string, full []string, err error) {
+	keys := make([]string, len(full))
+	for i, k := range full {
+		keys[i] = strings.TrimPrefix(k, c.prefix)
+	}
+	after := "Set"
+	if op == "del" {
+		after = "Delete"
+	}
+	c.publishFailed(after, keys, err)
 }

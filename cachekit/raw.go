@@ -5,8 +5,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/flight"
-	"github.com/cachekit-io/cachekit-go/internal/observe"
-	"github.com/cachekit-io/cachekit-go/internal/swr"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 )

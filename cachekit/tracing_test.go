@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 

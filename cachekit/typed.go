@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 )
 
 // Get returns the value stored under key decoded as a T.

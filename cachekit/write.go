@@ -8,7 +8,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/observe"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -98,15 +98,10 @@ func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration
 }
 
 // writeL2 stores sealed bytes in Redis under the reliability stack and, with
-// invalidation on, publishes the write in the same round trip. A failed
-// publish is a warning, not retried: the value is stored.
+// invalidation on, publishes the write in the same round trip (a failed
+// publish is l2's to report: announceFailed warns; the value is stored).
 func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
-	err := c.redis(ctx, "set", len(stored), c.setCall(c.fullKey(key), stored, ttl))
-	if isPublishErr(err) {
-		c.publishFailed("Set", []string{key}, err)
-		return nil
-	}
-	return err
+	return c.redis(ctx, "set", len(stored), c.setCall(c.fullKey(key), stored, ttl))
 }
 
 // L1 coherence: every path that writes L1 after a Redis round trip (Set,
@@ -191,4 +186,19 @@ func (c *Client) dropL1(key string) {
 	if c.swr != nil {
 		c.swr.Forget(key)
 	}
+}
+
+// setCall stores sealed bytes under full (announced with Invalidation).
+func (c *Client) setCall(full string, stored []byte, ttl time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error { return c.l2.Set(ctx, full, stored, ttl) }
+}
+
+// delCall deletes keys (announced with Invalidation) and leaves in *n how
+// many held an entry.
+func (c *Client) delCall(keys []string, n *int64) func(context.Context) error {
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = c.fullKey(k)
+	}
+	return func(ctx context.Context) (err error) { *n, err = c.l2.Delete(ctx, full...); return err }
 }

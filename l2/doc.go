@@ -62,7 +62,7 @@
 // way is killed by Redis (CLIENT KILL ID, on a connection of its own)
 // before this Store sends anything more to that server, so a write
 // abandoned on it cannot land after a later one. The *BackendError of such
-// a write matches ErrOutcomeUnknown. Fencing reports whether fences work
+// a write matches ErrOutcomeUnknown. FenceStats.On reports whether fences work
 // (a server that refuses CLIENT KILL, or gives no ID, turns it off).
 //
 // # Errors

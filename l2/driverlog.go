@@ -46,7 +46,7 @@ func (d slogDriver) Printf(ctx context.Context, format string, v ...any) {
 // retries is true (debug: MaxRetries > 0). It never changes the client's
 // settings, and says nothing about a client type it does not know.
 func (s *Store) CheckDriver(log *slog.Logger, retries bool) {
-	ctxTimeouts, max, known := s.DriverSettings()
+	ctxTimeouts, max, known := s.driverSettings()
 	if !known {
 		return
 	}

@@ -39,6 +39,12 @@ var ErrOutcomeUnknown = errors.New("l2: the write's outcome is unknown")
 
 // FenceStats counts the fences of a Store (Store.Fence).
 type FenceStats struct {
+	// On reports whether a write's unknown outcome is fenced: Fence was
+	// called and no failed connection has yet been found unfenceable. A
+	// caller retries a write whose outcome is unknown only while it is
+	// true: the retry then leaves after the failed attempt's connection
+	// is dead.
+	On bool
 	// Fenced counts failed connections Redis killed, or found already
 	// gone, before this Store sent anything more to that server.
 	Fenced uint64
@@ -75,7 +81,7 @@ type fencer struct {
 
 	fenced, unfenced, held atomic.Uint64
 	// broken is set once a connection could not be fenced: a write's
-	// unknown outcome then must not be retried (Fencing).
+	// unknown outcome then must not be retried (FenceStats.On).
 	broken atomic.Bool
 }
 
@@ -96,7 +102,7 @@ type fencer struct {
 //
 // Call it once, before the Store is used; it adds a hook to the client
 // (go-redis has no way to remove one: after Close the hook only passes
-// through). A connection dialed before it is not fenced. It returns
+// through). FenceStats.On says whether fences work. A connection dialed before it is not fenced. It returns
 // ErrStreamRefused for a client type it cannot hook (not go-redis's
 // Client, ClusterClient or Ring).
 func (s *Store) Fence(refused func(error)) error {
@@ -120,19 +126,13 @@ func (s *Store) Fence(refused func(error)) error {
 	return nil
 }
 
-// Fencing reports whether a write's unknown outcome is fenced: Fence was
-// called and no failed connection has yet been found unfenceable. A caller
-// retries a write whose outcome is unknown only while it is true: the
-// retry then leaves after the failed attempt's connection is dead.
-func (s *Store) Fencing() bool { return s.fencer != nil && !s.fencer.broken.Load() }
-
 // FenceStats returns the Store's fence counters (zero without Fence).
 func (s *Store) FenceStats() FenceStats {
 	f := s.fencer
 	if f == nil {
 		return FenceStats{}
 	}
-	return FenceStats{Fenced: f.fenced.Load(), Unfenced: f.unfenced.Load(), Held: f.held.Load()}
+	return FenceStats{On: !f.broken.Load(), Fenced: f.fenced.Load(), Unfenced: f.unfenced.Load(), Held: f.held.Load()}
 }
 
 // close stops the fencer: held writes go, kills in progress end, killers

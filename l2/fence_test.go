@@ -218,7 +218,7 @@ func TestFenceHoldsWritesUntilKilled(t *testing.T) {
 }
 
 // TestFenceRefused: a user without +client|kill cannot fence; the Store
-// says so (refused hears it, Fencing turns false, Unfenced counts it) and
+// says so (refused hears it, FenceStats.On turns false, Unfenced counts it) and
 // keeps working.
 func TestFenceRefused(t *testing.T) {
 	srv := redistest.Start(t)
@@ -235,8 +235,8 @@ func TestFenceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if !s.Fencing() {
-		t.Fatal("Fencing before any refusal = false")
+	if !s.FenceStats().On {
+		t.Fatal("FenceStats().On before any refusal = false")
 	}
 	if err := s.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -253,8 +253,8 @@ func TestFenceRefused(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("refused never heard the refused CLIENT KILL")
 	}
-	if s.Fencing() || s.FenceStats().Unfenced != 1 {
-		t.Fatalf("Fencing %v, stats %+v after a refused kill: want false and one unfenced", s.Fencing(), s.FenceStats())
+	if s.FenceStats().On || s.FenceStats().Unfenced != 1 {
+		t.Fatalf("stats %+v after a refused kill: want On false and one unfenced", s.FenceStats())
 	}
 	if err := s.Set(bg, "k", []byte("new"), time.Minute); err != nil {
 		t.Fatalf("a Set after the refusal: %v", err)

@@ -6,11 +6,11 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -367,46 +367,11 @@ func dropLeases(vals [][]byte) {
 	}
 }
 
-// scriptNames names the lease scripts by their SHA-1 (EVALSHA's first
-// argument) and by their source (EVAL's), for CommandName.
-var scriptNames = func() map[string]string {
-	m := map[string]string{}
+func init() {
 	for name, s := range map[string]*redis.Script{
 		"lease.acquire": acquireScript, "lease.fill": fillScript, "lease.renew": renewScript,
 		"lease.cas": casScript, "lease.release": unlockScript,
 	} {
-		m[s.Hash()] = name
+		seam.NameScript(name, s.Hash())
 	}
-	return m
-}()
-
-// CommandName names cmd as a test seam that holds one command sees it:
-// go-redis's name ("get", "set", ...), or for the scripts of this file
-// "lease.acquire", "lease.fill", "lease.renew", "lease.cas" and
-// "lease.release". Key is the key it acts on (its first key), "" when it
-// has none.
-func CommandName(cmd redis.Cmder) (name, key string) {
-	args := cmd.Args()
-	name = cmd.Name()
-	switch name {
-	case "evalsha", "eval", "evalsha_ro", "eval_ro":
-		if len(args) > 3 {
-			key = fmt.Sprint(args[3])
-		}
-		if len(args) > 1 {
-			id := fmt.Sprint(args[1])
-			if name == "eval" || name == "eval_ro" {
-				sum := sha1.Sum([]byte(id))
-				id = hex.EncodeToString(sum[:])
-			}
-			if n, ok := scriptNames[id]; ok {
-				name = n
-			}
-		}
-	default:
-		if len(args) > 1 {
-			key = fmt.Sprint(args[1])
-		}
-	}
-	return name, key
 }

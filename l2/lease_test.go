@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -142,7 +143,7 @@ func TestLeaseIsAbsentToEveryRead(t *testing.T) {
 	if ok, err := f.store.SetCond(bg, "k", []byte("x"), time.Minute, true); ok || err != nil {
 		t.Fatalf("SetCond XX = %v, %v", ok, err)
 	}
-	if vals, _, other, err := f.store.ReadRaw(bg, []string{"k"}); err != nil || vals[0] != nil || other[0] {
+	if vals, _, other, err := f.store.readRaw(bg, []string{"k"}); err != nil || vals[0] != nil || other[0] {
 		t.Fatalf("ReadRaw = %q %v, %v", vals, other, err)
 	}
 	if v, _ := f.rdb.Get(bg, "k").Result(); v != lease {
@@ -170,7 +171,7 @@ func TestCommandName(t *testing.T) {
 	f := setup(t)
 	var names []string
 	f.rdb.AddHook(nameHook(func(cmd redis.Cmder) {
-		n, k := CommandName(cmd)
+		n, k := seam.CommandName(cmd)
 		names = append(names, n+" "+k)
 	}))
 	_, _, _, _ = f.store.Acquire(bg, "k", NewLease(), time.Minute, "")

@@ -9,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Publish sends each message in msgs on channel, in one pipelined round
+// publish sends each message in msgs on channel, in one pipelined round
 // trip when there are several. Pub/sub delivery is fire-and-forget: a nil
 // error means Redis accepted the messages, not that anyone received them.
-func (s *Store) Publish(ctx context.Context, channel string, msgs ...[]byte) error {
+func (s *Store) publish(ctx context.Context, channel string, msgs ...[]byte) error {
 	if err := s.check("publish"); err != nil {
 		return err
 	}
@@ -52,14 +52,27 @@ const sourceBytes = 8
 // per Store; the key is the Redis key, already stored in that Redis in the
 // clear; values never travel) in the same round trip or script where they
 // can. MSet, the conditional sets, the TTL changes, SwapMany and Unlink do
-// not: their callers announce what they wrote with Announce, if they must. A write whose
-// announcement failed reports a *BackendError with Op "publish": the write
-// itself went through. Call it before the Store is used.
-func (s *Store) AnnounceWrites(channel string) {
+// not: their callers announce what they wrote with Announce, if they must.
+// A Set or Delete whose write went through but whose announcement failed
+// returns nil (its outcome is the write's); failed, if not nil, hears such
+// a failure (op "set" or "del", the keys, the error), and
+// PublishFailures counts it. Call it before the Store is used.
+func (s *Store) AnnounceWrites(channel string, failed func(op string, keys []string, err error)) {
 	var id [sourceBytes]byte
 	_, _ = rand.Read(id[:])
 	s.channel = channel
 	s.source = []byte(invalidationMagic + hex.EncodeToString(id[:]) + " ")
+	s.pubFailed = failed
+}
+
+// announceFailed counts err, the failed announcement of op's write of
+// keys, tells the Store's handler, and returns nil: the write went
+// through.
+func (s *Store) announceFailed(op string, keys []string, err error) error {
+	if err = s.counted(fail("publish", err)); err != nil && s.pubFailed != nil {
+		s.pubFailed(op, keys, err)
+	}
+	return nil
 }
 
 // announcing reports whether the Store announces writes now: it was made
@@ -102,7 +115,7 @@ func (s *Store) Announce(ctx context.Context, keys ...string) error {
 	for i, k := range keys {
 		msgs[i] = s.announcement(k)
 	}
-	return s.counted(s.Publish(ctx, s.channel, msgs...))
+	return s.counted(s.publish(ctx, s.channel, msgs...))
 }
 
 // counted counts err, an announcement's failure, in PublishFailures, and
@@ -126,8 +139,8 @@ func (s *Store) PublishFailures() uint64 { return s.pubFails.Load() }
 // SET and PUBLISH are sent together (one pipelined round trip, or one after
 // the other on the stream); on a cluster client PUBLISH is sent once SET
 // answered. A failed SET is reported with Op "set" (and nothing is
-// published); a SET that succeeded followed by a failed PUBLISH with Op
-// "publish".
+// published); a failed PUBLISH after a SET that succeeded is the Store's
+// to report (announceFailed): Set returns nil.
 func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string, large bool) error {
 	pub := redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(key))
 	if s.cluster != nil {
@@ -137,10 +150,11 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 		if err := set.Err(); err != nil {
 			return fail("set", err)
 		}
-		if err := s.send(ctx, false, pub); err != nil {
-			return s.counted(fail("publish", err))
+		err := s.send(ctx, false, pub)
+		if err == nil {
+			err = pub.Err()
 		}
-		return s.counted(fail("publish", pub.Err()))
+		return s.announceFailed("set", []string{key}, err)
 	}
 	if err := s.send(ctx, large, set, pub); err != nil {
 		return fail("set", err)
@@ -148,19 +162,24 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 	if err := set.Err(); err != nil {
 		return fail("set", err)
 	}
-	return s.counted(fail("publish", pub.Err()))
+	return s.announceFailed("set", []string{key}, pub.Err())
 }
 
 // deletePublish is Delete announcing keys: sent with the DELs on a
 // standalone or failover client, after them on a cluster client. Errors
-// are reported as for setPublish, with Op "del" or "publish".
+// are reported as for setPublish, with Op "del".
 func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error) {
 	if s.cluster != nil {
 		n, err := s.deleteCounted(ctx, keys)
 		if err != nil {
 			return n, fail("del", err)
 		}
-		return n, fail("publish", s.Announce(ctx, keys...)) // counted there
+		if err := s.Announce(ctx, keys...); err != nil { // counted there
+			if s.pubFailed != nil {
+				s.pubFailed("del", keys, err)
+			}
+		}
+		return n, nil
 	}
 	pubs := make([]redis.Cmder, len(keys))
 	for i, k := range keys {
@@ -172,7 +191,7 @@ func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error)
 	}
 	for _, c := range pubs {
 		if err := c.Err(); err != nil {
-			return n, s.counted(fail("publish", err))
+			return n, s.announceFailed("del", keys, err)
 		}
 	}
 	return n, nil

@@ -39,7 +39,7 @@ func subscribed(t *testing.T, f *fixture) <-chan *redis.Message {
 // Fill, and Announce; never a value; each Store has its own source.
 func TestAnnouncedWrites(t *testing.T) {
 	f := setup(t)
-	f.store.AnnounceWrites("inv")
+	f.store.AnnounceWrites("inv", nil)
 	in := subscribed(t, f)
 	f.hook.reset()
 	if err := f.store.Set(bg, "k", []byte("secret"), time.Minute); err != nil {
@@ -82,7 +82,7 @@ func TestAnnouncedWrites(t *testing.T) {
 		t.Fatalf("keys announced: %v", m)
 	}
 	other := New(f.store.Client())
-	other.AnnounceWrites("inv")
+	other.AnnounceWrites("inv", nil)
 	if !strings.HasPrefix(src, invalidationMagic) || string(other.source) == src {
 		t.Fatalf("sources %q and %q", src, other.source)
 	}
@@ -96,7 +96,7 @@ func TestTrackAndPublishOnNilClient(t *testing.T) {
 	if _, err := s.Track("", TrackingHandler{}); err == nil {
 		t.Fatal("Track on a nil client")
 	}
-	if err := s.Publish(bg, "c", []byte("x")); err == nil {
+	if err := s.publish(bg, "c", []byte("x")); err == nil {
 		t.Fatal("Publish on a nil client")
 	}
 }

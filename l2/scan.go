@@ -110,7 +110,7 @@ func (s *Store) ScanEntries(ctx context.Context, prefix, pattern string, count i
 	return s.ScanFrom(ctx, prefix, pattern, count, cursor, func(keys []string, next uint64) error {
 		var batch []Entry
 		if len(keys) > 0 {
-			vals, ttls, other, err := s.ReadRaw(ctx, keys)
+			vals, ttls, other, err := s.readRaw(ctx, keys)
 			if err != nil {
 				return err
 			}
@@ -136,7 +136,7 @@ func (s *Store) UnlinkMatching(ctx context.Context, prefix, pattern string, coun
 		if len(keys) == 0 {
 			return nil
 		}
-		n, err := s.Unlink(ctx, keys...)
+		n, err := s.unlink(ctx, keys...)
 		deleted += n
 		for i, k := range keys {
 			keys[i] = strings.TrimPrefix(k, prefix)
@@ -147,12 +147,12 @@ func (s *Store) UnlinkMatching(ctx context.Context, prefix, pattern string, coun
 	return deleted, err
 }
 
-// ReadRaw reads the value and remaining TTL of each key with single-key
+// readRaw reads the value and remaining TTL of each key with single-key
 // commands in one pipeline (so it works against one node of a cluster for
 // keys in different slots). vals[i] is nil for a missing key; other[i]
 // reports a key of another Redis type (vals[i] nil, ttls[i] its TTL);
 // ttls[i] is 0 for no expiry.
-func (s *Store) ReadRaw(ctx context.Context, keys []string) (vals [][]byte, ttls []time.Duration, other []bool, err error) {
+func (s *Store) readRaw(ctx context.Context, keys []string) (vals [][]byte, ttls []time.Duration, other []bool, err error) {
 	if err := s.check("get"); err != nil {
 		return nil, nil, nil, err
 	}
@@ -193,10 +193,10 @@ func (s *Store) ReadRaw(ctx context.Context, keys []string) (vals [][]byte, ttls
 	return vals, ttls, other, nil
 }
 
-// Unlink removes keys with one UNLINK per key in one pipeline (Redis frees
+// unlink removes keys with one UNLINK per key in one pipeline (Redis frees
 // the values in the background; single-key commands work against one node
 // of a cluster) and returns how many existed.
-func (s *Store) Unlink(ctx context.Context, keys ...string) (int64, error) {
+func (s *Store) unlink(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
 	}

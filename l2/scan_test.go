@@ -137,7 +137,7 @@ func TestScanStopsAndNodeReads(t *testing.T) {
 	if len(keys) == 0 || len(keys) == 300 {
 		t.Fatalf("one node of three holds %d of 300 keys", len(keys))
 	}
-	vals, ttls, other, err := ns.ReadRaw(bg, keys)
+	vals, ttls, other, err := ns.readRaw(bg, keys)
 	if err != nil {
 		t.Fatalf("ReadRaw on one node: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestScanStopsAndNodeReads(t *testing.T) {
 			t.Fatalf("%s: %q %v %v", keys[i], vals[i], ttls[i], other[i])
 		}
 	}
-	if n, err := ns.Unlink(bg, keys...); err != nil || n != int64(len(keys)) {
+	if n, err := ns.unlink(bg, keys...); err != nil || n != int64(len(keys)) {
 		t.Fatalf("Unlink on one node = %d, %v; want %d", n, err, len(keys))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -25,15 +26,18 @@ type Store struct {
 	// channel and source announce writes (AnnounceWrites); "" and nil: off.
 	channel string
 	source  []byte
-	// pubFails counts announcements that failed (PublishFailures).
-	pubFails atomic.Uint64
+	// pubFails counts announcements that failed (PublishFailures);
+	// pubFailed hears a write's failed announcement (AnnounceWrites).
+	pubFails  atomic.Uint64
+	pubFailed func(op string, keys []string, err error)
 	// pubRefused is when Redis last refused a PUBLISH (UnixNano, 0:
 	// never): announcements pause for trackRefusedRetry after it.
 	pubRefused atomic.Int64
 	// stream is the auto-pipelined stream (AutoPipeline); nil: off.
 	stream *stream
-	// seam is the test seam that sees each command send sends (SetSeam).
-	seam atomic.Pointer[Seam]
+	// seam is the test hook that sees each command send sends
+	// (internal/seam.Install).
+	seam atomic.Pointer[seam.Hook]
 	// fencer fences failed connections (Fence); nil: off.
 	fencer *fencer
 }
@@ -178,12 +182,12 @@ func (e *urlError) Unwrap() error { return ErrInvalidURL }
 // Client returns the go-redis client the Store was built with.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
-// DriverSettings reports the go-redis client's settings that decide
+// driverSettings reports the go-redis client's settings that decide
 // whether a Redis call can outlive its caller's deadline
 // (ContextTimeoutEnabled) and whether it retries on its own (MaxRetries);
 // known is false for a client type other than go-redis's Client,
 // ClusterClient and Ring.
-func (s *Store) DriverSettings() (ctxTimeouts bool, retries int, known bool) {
+func (s *Store) driverSettings() (ctxTimeouts bool, retries int, known bool) {
 	switch r := s.rdb.(type) {
 	case *redis.Client:
 		return r.Options().ContextTimeoutEnabled, r.Options().MaxRetries, true

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,7 +50,7 @@ type stream struct {
 // DefaultAutoPipelineOptions unless the client's Options set others): one
 // ordered stream, batched with every other caller's commands. Multi-key
 // calls (MGet, MSet, FillMany, AcquireMany, SwapMany, scans, Unlink),
-// Publish and Ping keep their own pipelines. A value longer than the
+// publish and Ping keep their own pipelines. A value longer than the
 // pipeliner's MaxBatchBytes is written off the stream, and a bounded read
 // reads at most that many bytes on it, reading a longer value again off it,
 // so no caller waits behind a large transfer.
@@ -101,28 +102,15 @@ func (s *Store) AutoPipeline(ioTimeout time.Duration) error {
 	return nil
 }
 
-// Pipelined reports whether the Store sends through the auto-pipelined
-// stream (AutoPipeline succeeded).
-func (s *Store) Pipelined() bool { return s.stream != nil }
-
-// A Seam sees every command the Store sends through send (the single-key
-// commands AutoPipeline lists, on or off the stream), on the goroutine of
-// the call sending it: Before just before the command is queued or sent,
-// After once the call has every reply, before the Store reads them. A Seam
-// that blocks holds its caller and nothing else: the stream runs on. It is
-// for tests that race one command against others.
-type Seam interface {
-	Before(cmd redis.Cmder)
-	After(cmd redis.Cmder)
-}
-
-// SetSeam makes h the Store's Seam (nil: none).
-func (s *Store) SetSeam(h Seam) {
-	if h == nil {
-		s.seam.Store(nil)
-		return
+func init() {
+	seam.Install = func(store any, h seam.Hook) {
+		s := store.(*Store)
+		if h == nil {
+			s.seam.Store(nil)
+			return
+		}
+		s.seam.Store(&h)
 	}
-	s.seam.Store(&h)
 }
 
 // send runs cmds in order and returns once each has its reply, or, on the
@@ -135,11 +123,11 @@ func (s *Store) SetSeam(h Seam) {
 // caller is alone (no other send in flight, none abandoned), which is then
 // the stream's order too. A command's own error is left on it.
 func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error {
-	var seam Seam
+	var hook seam.Hook
 	if p := s.seam.Load(); p != nil {
-		seam = *p
+		hook = *p
 		for _, c := range cmds {
-			seam.Before(c)
+			hook.Before(c)
 		}
 	}
 	st := s.stream
@@ -161,9 +149,9 @@ func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error
 			return err
 		}
 	}
-	if seam != nil {
+	if hook != nil {
 		for _, c := range cmds {
-			seam.After(c)
+			hook.After(c)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/seam"
 )
 
 // callerMark marks the ctx of the Store's callers in these tests: a
@@ -34,7 +35,7 @@ func (h *ctxSeen) see(ctx context.Context, cmds ...redis.Cmder) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range cmds {
-		name, _ := CommandName(c)
+		name, _ := seam.CommandName(c)
 		if ctx.Value(callerMark{}) != nil {
 			h.direct[name]++
 		} else {
@@ -67,10 +68,10 @@ func streamed(t *testing.T) (*fixture, *ctxSeen, context.Context) {
 // busy keeps one call of f's Store in flight (held by a Seam after its
 // reply) until the test ends, so that no later caller is alone: each goes
 // through the stream.
-func busy(t *testing.T, f *fixture, more ...Seam) {
+func busy(t *testing.T, f *fixture, more ...seam.Hook) {
 	t.Helper()
 	h := redistest.NewHold("exists", "busy")
-	f.store.SetSeam(seams(append([]Seam{h}, more...)))
+	seam.Install(f.store, seams(append([]seam.Hook{h}, more...)))
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = f.store.Exists(bg, "busy") }()
 	<-h.Held()
@@ -78,7 +79,7 @@ func busy(t *testing.T, f *fixture, more ...Seam) {
 }
 
 // seams calls each of its Seams in turn.
-type seams []Seam
+type seams []seam.Hook
 
 func (ss seams) Before(cmd redis.Cmder) {
 	for _, s := range ss {

@@ -22,13 +22,8 @@ var transientReplies = []string{"LOADING", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOW
 // "try again later" replies. Retrying such an error can succeed; retrying
 // anything else (a missing key, a bad TTL, a wrong-type reply, a closed
 // Store, a cancelled context) cannot. A context deadline counts as
-// transient: the caller decides with its own ctx whether to try again. A
-// failed announcement (a *BackendError with Op "publish") is not: the write
-// it announced went through, and a retry would send the write again.
+// transient: the caller decides with its own ctx whether to try again.
 func IsTransient(err error) bool {
-	if be := (*BackendError)(nil); errors.As(err, &be) && be.Op == "publish" {
-		return false
-	}
 	switch {
 	case err == nil,
 		errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidTTL),

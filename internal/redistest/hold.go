@@ -95,7 +95,7 @@ func (h *Hold) holdSeam(cmds []redis.Cmder) {
 	<-h.release
 }
 
-// Named makes h name commands with names (l2.CommandName: scripts by what
+// Named makes h name commands with names (seam.CommandName: scripts by what
 // they do, with their first key) instead of go-redis's name and first
 // argument. It returns h.
 func (h *Hold) Named(names func(redis.Cmder) (name, key string)) *Hold {
@@ -114,7 +114,7 @@ func (h *Hold) names(cmd redis.Cmder) (string, string) {
 	return cmd.Name(), ""
 }
 
-// Before implements l2.Seam (install it with Store.SetSeam, beside or
+// Before implements seam.Hook (install it with seam.Install, beside or
 // instead of AddHook): a Hold made by NewHoldBefore holds the caller of
 // the matching command here, before the command is queued or sent.
 func (h *Hold) Before(cmd redis.Cmder) {

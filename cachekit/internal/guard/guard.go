@@ -118,7 +118,7 @@ type Hooks struct {
 	Transition func(from, to State, openedAt time.Time)
 	// Fenced reports whether a write whose outcome is unknown
 	// (l2.ErrOutcomeUnknown) may be retried: its failed connection is
-	// fenced before the retry leaves (l2.Store.Fencing). nil: never.
+	// fenced before the retry leaves (l2.FenceStats.On). nil: never.
 	Fenced func() bool
 }
 
@@ -184,7 +184,7 @@ func (g *Guard) Do(ctx context.Context, op string, fn func(context.Context) erro
 // deadlines sized for small values. The caller's deadline still applies.
 func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	if g == nil {
-		return bare(ctx, op, n, fn)
+		return Bare(ctx, op, n, 0, fn)
 	}
 	extra := TransferTime(n)
 	deadline := time.Now().Add(g.cfg.OperationTimeout + extra)

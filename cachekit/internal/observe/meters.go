@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/cachekit-io/cachekit-go/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 )
 
 // meters holds the instruments, created once in New, and the attribute

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/crypto/blake2b"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
 )
 
 // What logs, spans and errors show in place of a cache key or an error's

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/encryption"
-	"github.com/cachekit-io/cachekit-go/internal/guard"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -30,9 +30,10 @@ type Errors struct {
 	// Invalid are the owner's refusals of a caller's input before any I/O.
 	Invalid []error
 	// OutcomeUnknown is the owner's error for a write whose bytes may
-	// have reached Redis (class OutcomeUnknown, checked first: such an
-	// error may also match the deadline or the Redis failure that left
-	// the outcome unknown). Nil: no error is of that class.
+	// have reached Redis (class OutcomeUnknown, checked after the caller's
+	// own cancellation and deadline, which keep their classes, and before
+	// the Redis failure that left the outcome unknown). Nil: no error is
+	// of that class.
 	OutcomeUnknown error
 }
 
@@ -58,12 +59,12 @@ func (e *Errors) Class(err error) Class {
 	var fe *protocol.FormatError
 	var pe *encryption.ProviderError
 	switch {
-	case e.OutcomeUnknown != nil && errors.Is(err, e.OutcomeUnknown):
-		return OutcomeUnknown
 	case errors.Is(err, context.Canceled):
 		return Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return Deadline
+	case e.OutcomeUnknown != nil && errors.Is(err, e.OutcomeUnknown):
+		return OutcomeUnknown
 	case errors.Is(err, e.Closed):
 		return Closed
 	case errors.Is(err, guard.ErrCircuitOpen):

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/l2"
@@ -43,29 +42,15 @@ func TransferTime(n int) time.Duration {
 	return time.Duration(int64(n) * int64(time.Second) / transferRate)
 }
 
-// bareBound, when positive, replaces DefaultAttemptTimeout as the bound of
-// a call without the stack (a nil Guard). See SetBareBound.
-var bareBound atomic.Int64
-
-// SetBareBound replaces DefaultAttemptTimeout as the bound of calls made
-// through a nil Guard, process-wide, and returns the bound it replaced (0:
-// the default). It exists for tests only: a package's TestMain widens the
-// bound so that a slow reply on a loaded test machine is not read as a
-// timeout by tests of other behaviour; the tests of the bound itself set 0
-// (the default) again. Library code never calls it.
-func SetBareBound(d time.Duration) time.Duration {
-	return time.Duration(bareBound.Swap(int64(d)))
-}
-
-// bare runs fn, a Redis call named op that sends n bytes, without the
-// stack: one attempt bounded by DefaultAttemptTimeout plus TransferTime(n),
-// and by the caller's deadline.
-func bare(ctx context.Context, op string, n int, fn func(context.Context) error) error {
-	limit := DefaultAttemptTimeout
-	if d := time.Duration(bareBound.Load()); d > 0 {
-		limit = d
+// Bare runs fn, a Redis call named op that sends n bytes, without the
+// stack: one attempt bounded by bound (DefaultAttemptTimeout when not
+// positive) plus TransferTime(n), and by the caller's deadline. It is what
+// a nil Guard's Do and DoSized run with the default bound.
+func Bare(ctx context.Context, op string, n int, bound time.Duration, fn func(context.Context) error) error {
+	if bound <= 0 {
+		bound = DefaultAttemptTimeout
 	}
-	actx, cancel := context.WithDeadline(ctx, time.Now().Add(limit+TransferTime(n)))
+	actx, cancel := context.WithDeadline(ctx, time.Now().Add(bound+TransferTime(n)))
 	defer cancel()
 	return Settle(ctx, op, fn(actx))
 }

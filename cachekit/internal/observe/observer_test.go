@@ -140,7 +140,9 @@ func TestErrorsClassAndOutcome(t *testing.T) {
 		{backend, Redis},
 		{invalid, Invalid},
 		{errors.New("else"), Other},
-		{errors.Join(unknown, &l2.BackendError{Op: "set", Err: context.DeadlineExceeded}), OutcomeUnknown},
+		{errors.Join(unknown, &l2.BackendError{Op: "set", Err: errors.New("i/o timeout")}), OutcomeUnknown},
+		// The caller's own deadline keeps its class on an unknown write.
+		{errors.Join(unknown, &l2.BackendError{Op: "set", Err: context.DeadlineExceeded}), Deadline},
 	} {
 		if got := e.Class(c.err); got != c.want {
 			t.Errorf("Class(%v) = %v, want %v", c.err, got, c.want)
