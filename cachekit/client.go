@@ -505,7 +505,7 @@ func (c *Client) keepMarker() {
 			return
 		case <-c.markerKick:
 		case <-t.C:
-			if c.inv != nil && c.inv.Heard() == l2.ModeTracking {
+			if c.inv != nil && c.inv.Heard() == coherence.ModeTracking {
 				continue // tracking reports the marker's loss
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/coherence"
-	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // DefaultInvalidationChannel is the Redis pub/sub channel Invalidation uses
@@ -117,7 +116,7 @@ func (c *Client) startInvalidation() error {
 	if !c.inv.Announce {
 		channel = ""
 	}
-	co, err := c.l2.Cohere(c.prefix, channel, !c.inv.Strict, l2.CoherenceHandler{
+	co, err := coherence.Start(c.l2, c.prefix, channel, !c.inv.Strict, coherence.Handler{
 		Invalidate: c.onInvalidation, Mode: c.modeChanged,
 		Refused: func(what string, err error) { c.inv.Refused(c.log, what, err) },
 	})
@@ -135,14 +134,14 @@ func (c *Client) startInvalidation() error {
 // modeChanged applies a change of what keeps L1 coherent. Losing it stops
 // L1 writes, then clears L1: from here until a mode is back, L1 holds
 // nothing it cannot vouch for. The order matters (see write.go).
-func (c *Client) modeChanged(m l2.Mode, why error) {
+func (c *Client) modeChanged(m coherence.Mode, why error) {
 	prev := c.inv.SetMode(m)
 	switch m {
-	case l2.ModeNone:
+	case coherence.ModeNone:
 		c.flushL1()
 		c.leaseWaits.Wake("", true) // waiters poll from here on
 		c.warn("invalidation "+prev.String()+" lost; L1 bypassed until it is back", "", why)
-	case l2.ModeTracking, l2.ModePubSub:
+	case coherence.ModeTracking, coherence.ModePubSub:
 		c.rel.Answered() // a connection answering is evidence Redis is back
 	}
 }
@@ -169,9 +168,34 @@ func (c *Client) flushL1() {
 	}
 }
 
-// InvalidationStats is a snapshot of the invalidation counters; l2
-// documents each field. Applied counts the keys dropped from L1.
-type InvalidationStats = l2.CoherenceStats
+// InvalidationStats is a snapshot of the invalidation counters.
+type InvalidationStats struct {
+	// Mode names what keeps L1 coherent now: "tracking" (every node
+	// tracked: every write of every writer is heard), "pubsub" (tracking
+	// refused: the writes Clients announce are heard), "lifetime"
+	// (tracking and the subscription refused: the copies' bounded
+	// lifetime alone), or "none" (copies not kept: starting, lost, or
+	// refused without a fallback).
+	Mode string
+	// Tracking reports whether Mode is "tracking".
+	Tracking bool
+	// Received counts invalidation messages; Applied the keys under the
+	// prefix they reported, dropped from L1.
+	Received, Applied uint64
+	// Flushes counts the times every copy had to go: FLUSHDB/FLUSHALL or
+	// an unreadable message, and each loss.
+	Flushes uint64
+	// Losses counts the times tracking or the subscription was lost (a
+	// change to "none" from another mode).
+	Losses uint64
+	// Refusals counts the times Redis refused tracking or the fallback's
+	// SUBSCRIBE: once per mechanism until it is up again (the retries
+	// every 30 s meanwhile are not counted).
+	Refusals uint64
+	// PublishFailures counts the announcements of this Client's writes
+	// that could not be published (the writes went through).
+	PublishFailures uint64
+}
 
 // InvalidationStats returns the invalidation counters; the zero value when
 // Options.Invalidation was nil, and only PublishFailures without L1.
@@ -180,7 +204,7 @@ func (c *Client) InvalidationStats() InvalidationStats {
 	case c.inv == nil:
 		return InvalidationStats{}
 	case c.inv.Co == nil:
-		return InvalidationStats{Mode: l2.ModeNone.String(), PublishFailures: c.l2.PublishFailures()}
+		return InvalidationStats{Mode: coherence.ModeNone.String(), PublishFailures: c.l2.PublishFailures()}
 	}
-	return c.inv.Co.Stats()
+	return InvalidationStats(c.inv.Co.Stats())
 }

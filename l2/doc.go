@@ -50,10 +50,10 @@
 //
 // A Store made to AnnounceWrites publishes "ck1 <source> <key>" on a
 // channel with every write; Subscribe hears the other Stores'
-// announcements. Cohere runs the state machine that keeps a process's
-// copies coherent: tracking while Redis allows it, else a subscription to
-// the announcements (ModePubSub), else nothing but the copies' bounded
-// lifetime (ModeLifetime); see Coherence for its invariants.
+// announcements. The state machine that picks between them (tracking
+// while Redis allows it, else a subscription to the announcements, else
+// nothing but the copies' bounded lifetime) is the client's, above this
+// package (cachekit/internal/coherence).
 //
 // # Fences
 //

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cachekit-io/cachekit-go/l2/internal/fence"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -152,7 +153,7 @@ var writeOps = map[string]bool{"set": true, "mset": true, "del": true, "expire":
 // context) leaves a write's outcome unknown.
 func unsent(err error) bool {
 	var oe *net.OpError
-	return errors.Is(err, errFenceWait) || errors.Is(err, syscall.ECONNREFUSED) ||
+	return fence.Held(err) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, errNoClient) ||
 		errors.As(err, &oe) && oe.Op == "dial"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/seam"
+	"github.com/cachekit-io/cachekit-go/l2/internal/fence"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -39,7 +40,7 @@ type Store struct {
 	// (internal/seam.Install).
 	seam atomic.Pointer[seam.Hook]
 	// fencer fences failed connections (Fence); nil: off.
-	fencer *fencer
+	fencer *fence.Fencer
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
@@ -204,7 +205,9 @@ func (s *Store) driverSettings() (ctxTimeouts bool, retries int, known bool) {
 // client. It is idempotent and always returns nil.
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.fencer.close()
+	if s.fencer != nil {
+		s.fencer.Close()
+	}
 	return nil
 }
 

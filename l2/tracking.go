@@ -136,6 +136,10 @@ func (t *Tracker) Settled() <-chan struct{} { return t.settled }
 
 func (t *Tracker) settle() { t.settleOn.Do(func() { close(t.settled) }) }
 
+// Stop ends the Tracker's work without waiting for its goroutines (Close
+// waits for them): its handlers may still be running when it returns.
+func (t *Tracker) Stop() { t.cancel() }
+
 // Close stops every listener and waits for their goroutines. It is
 // idempotent and returns nil.
 func (t *Tracker) Close() error {

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // State is one Client's invalidation state. A nil *State is invalidation
@@ -17,11 +15,11 @@ type State struct {
 	Announce bool          // Invalidation.NoAnnounce off
 	Lifetime time.Duration // the fallback's L1 lifetime
 	Strict   bool          // Invalidation.RequireTracking
-	Co       *l2.Coherence // nil until the owner started it
+	Co       *Machine      // nil until the owner started it
 	// l1cap is what a ticket reads: -1 while L1 may not be written, 0 in
 	// tracking mode, else the longest an L1 entry may live, in ns.
 	l1cap atomic.Int64
-	mode  atomic.Int32 // l2.Mode
+	mode  atomic.Int32 // Mode
 	// renewing holds the keys a renewal is running for; renewals counts
 	// the renewals, which Stop waits for. stopped (under mu) refuses new
 	// ones from then on.
@@ -40,11 +38,11 @@ func New(channel string, announce bool, lifetime time.Duration, strict bool) *St
 }
 
 // Heard returns the current mode; ModeNone when invalidation is off.
-func (s *State) Heard() l2.Mode {
+func (s *State) Heard() Mode {
 	if s == nil {
-		return l2.ModeNone
+		return ModeNone
 	}
-	return l2.Mode(s.mode.Load())
+	return Mode(s.mode.Load())
 }
 
 // Wakes reports whether the current mode tells of writes (tracking, or
@@ -52,7 +50,7 @@ func (s *State) Heard() l2.Mode {
 // invalidation instead of polling.
 func (s *State) Wakes() bool {
 	m := s.Heard()
-	return m == l2.ModeTracking || m == l2.ModePubSub
+	return m == ModeTracking || m == ModePubSub
 }
 
 // L1Cap is what an L1 write may do now: -1 none, 0 unbounded, else the
@@ -61,12 +59,12 @@ func (s *State) L1Cap() int64 { return s.l1cap.Load() }
 
 // SetMode records mode m and the L1 cap it implies, and returns the mode
 // before it.
-func (s *State) SetMode(m l2.Mode) (prev l2.Mode) {
-	prev = l2.Mode(s.mode.Swap(int32(m)))
+func (s *State) SetMode(m Mode) (prev Mode) {
+	prev = Mode(s.mode.Swap(int32(m)))
 	switch m {
-	case l2.ModeNone:
+	case ModeNone:
 		s.l1cap.Store(-1)
-	case l2.ModeTracking:
+	case ModeTracking:
 		s.l1cap.Store(0)
 	default:
 		s.l1cap.Store(int64(s.Lifetime))

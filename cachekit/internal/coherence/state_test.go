@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // TestSetModeCapsL1: before any mode and after a loss L1 may not be
@@ -17,7 +15,7 @@ import (
 // the lifetime. A nil State has heard nothing.
 func TestSetModeCapsL1(t *testing.T) {
 	var off *State
-	if off.Heard() != l2.ModeNone {
+	if off.Heard() != ModeNone {
 		t.Fatal("a nil State heard a mode")
 	}
 	s := New("ch", true, time.Second, false)
@@ -25,9 +23,9 @@ func TestSetModeCapsL1(t *testing.T) {
 		t.Fatalf("cap before a mode = %d, want -1", s.L1Cap())
 	}
 	for _, c := range []struct {
-		m   l2.Mode
+		m   Mode
 		cap int64
-	}{{l2.ModeTracking, 0}, {l2.ModePubSub, int64(time.Second)}, {l2.ModeLifetime, int64(time.Second)}, {l2.ModeNone, -1}} {
+	}{{ModeTracking, 0}, {ModePubSub, int64(time.Second)}, {ModeLifetime, int64(time.Second)}, {ModeNone, -1}} {
 		prev := s.Heard()
 		if got := s.SetMode(c.m); got != prev || s.Heard() != c.m || s.L1Cap() != c.cap {
 			t.Fatalf("SetMode(%v) = %v: mode %v, cap %d; want prev %v, cap %d", c.m, got, s.Heard(), s.L1Cap(), prev, c.cap)

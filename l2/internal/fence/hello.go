@@ -1,4 +1,4 @@
-package l2
+package fence
 
 // The connection's Redis client ID, read from the reply to the HELLO that
 // go-redis sends first on every connection it opens: go-redis gives hooks

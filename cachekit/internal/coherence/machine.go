@@ -1,14 +1,16 @@
-package l2
+package coherence
 
 import (
 	"context"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/l2"
 )
 
 // Mode names the mechanism that keeps a process's copies of Redis keys (an
-// L1) coherent with Redis, as a Coherence decides it.
+// L1) coherent with Redis, as a Machine decides it.
 type Mode int32
 
 // The modes, from none to the strongest. Only ModeNone says the copies
@@ -23,7 +25,7 @@ const (
 	ModeTracking
 	// ModePubSub: tracking is refused; the subscription to the
 	// announcement channel is up and reports the writes of Stores that
-	// announce (AnnounceWrites). Other writers are not reported.
+	// announce (l2.Store.AnnounceWrites). Other writers are not reported.
 	ModePubSub
 	// ModeLifetime: tracking is refused and so is the subscription (or no
 	// channel was given): no write is reported; only a copy's bounded
@@ -44,9 +46,9 @@ func (m Mode) String() string {
 	return "none"
 }
 
-// CoherenceHandler receives what a Coherence decides and hears. Its
+// Handler receives what a Machine decides and hears. Its
 // functions are called one at a time.
-type CoherenceHandler struct {
+type Handler struct {
 	// Invalidate receives the keys under the prefix reported written,
 	// without the prefix (nil: every key), from tracking or, in
 	// ModePubSub, from the subscription.
@@ -56,14 +58,14 @@ type CoherenceHandler struct {
 	// means the copies held so far may be stale.
 	Mode func(m Mode, why error)
 	// Refused is called the first time the server refuses what a mode
-	// needs, once per mechanism for the Coherence's life (CoherenceStats
+	// needs, once per mechanism for the Machine's life (Stats
 	// counts each refusal that follows an up): what is "tracking" or
-	// "subscribe"; err matches ErrRefused.
+	// "subscribe"; err matches l2.ErrRefused.
 	Refused func(what string, err error)
 }
 
-// CoherenceStats is a snapshot of a Coherence's counters.
-type CoherenceStats struct {
+// Stats is a snapshot of a Machine's counters.
+type Stats struct {
 	// Mode names what keeps L1 coherent now (Mode.String): "tracking",
 	// "pubsub" (tracking refused: writes that are announced are heard),
 	// "lifetime" (tracking and the subscription refused: the copies'
@@ -86,18 +88,18 @@ type CoherenceStats struct {
 	// every 30 s meanwhile are not counted).
 	Refusals uint64
 	// PublishFailures counts the Store's announcements that could not be
-	// published (Store.PublishFailures; the writes went through).
+	// published (l2.Store.PublishFailures; the writes went through).
 	PublishFailures uint64
 }
 
-// Coherence runs the state machine that picks a Mode: it keeps a Tracker
-// on the prefix, and while the Tracker is refused (and fallback is
+// Machine runs the state machine that picks a Mode: it keeps a l2.Tracker
+// on the prefix, and while the l2.Tracker is refused (and fallback is
 // allowed) a Subscribe on the channel. Its invariants:
 //
-//   - ModeTracking exactly while the Tracker is up; the subscription is
+//   - ModeTracking exactly while the l2.Tracker is up; the subscription is
 //     stopped when tracking comes up, so no mode keeps a subscription that
 //     nothing uses.
-//   - A refusal moves to a fallback only through a refusal: a Tracker that
+//   - A refusal moves to a fallback only through a refusal: a l2.Tracker that
 //     merely cannot connect leaves ModeNone until it can.
 //   - ModePubSub exactly while tracking is refused and the subscription
 //     is up; its loss is ModeNone (the caller drops its copies), not
@@ -105,13 +107,13 @@ type CoherenceStats struct {
 //   - ModeLifetime only after the subscription itself was refused, or
 //     with no channel.
 //   - Events of a stopped subscription are ignored.
-type Coherence struct {
-	tr       *Tracker
+type Machine struct {
+	tr       *l2.Tracker
 	prefix   string
 	channel  string
 	fallback bool
-	store    *Store
-	h        CoherenceHandler
+	store    *l2.Store
+	h        Handler
 	settled  chan struct{}
 	settleOn sync.Once
 	ctx      context.Context
@@ -121,25 +123,25 @@ type Coherence struct {
 	mode       Mode
 	trackUp    bool
 	trackRef   bool // tracking refused since it was last up
-	sub        *Tracker
-	subs       []*Tracker // every subscription started, for Close
+	sub        *l2.Tracker
+	subs       []*l2.Tracker // every subscription started, for Close
 	subUp      bool
 	subRef     bool
 	trackErr   error
 	lastReason error
 	told       [2]bool // Refused called for tracking, for subscribe
-	stats      CoherenceStats
+	stats      Stats
 }
 
-// Cohere starts a Coherence for the keys under prefix and returns at once.
-// channel is where writes are announced ("" for none); fallback allows
-// ModePubSub and ModeLifetime when tracking is refused (without it a
-// refusal leaves ModeNone). The Tracker and any subscription open
-// connections of their own (see Track and Subscribe).
-func (s *Store) Cohere(prefix, channel string, fallback bool, h CoherenceHandler) (*Coherence, error) {
-	co := &Coherence{prefix: prefix, channel: channel, fallback: fallback, store: s, h: h, settled: make(chan struct{})}
+// Start starts a Machine for the keys under prefix of s and returns at
+// once. channel is where writes are announced ("" for none); fallback
+// allows ModePubSub and ModeLifetime when tracking is refused (without it
+// a refusal leaves ModeNone). The l2.Tracker and any subscription open
+// connections of their own (see l2.Store.Track and Subscribe).
+func Start(s *l2.Store, prefix, channel string, fallback bool, h Handler) (*Machine, error) {
+	co := &Machine{prefix: prefix, channel: channel, fallback: fallback, store: s, h: h, settled: make(chan struct{})}
 	co.ctx, co.cancel = context.WithCancel(context.Background())
-	tr, err := s.Track(prefix, TrackingHandler{
+	tr, err := s.Track(prefix, l2.TrackingHandler{
 		Invalidate: co.invalidate(nil),
 		Down: func(err error) {
 			co.event(func() { co.trackUp, co.lastReason = false, err })
@@ -175,13 +177,13 @@ func (s *Store) Cohere(prefix, channel string, fallback bool, h CoherenceHandler
 	return co, nil
 }
 
-// Settled is closed once the Coherence first knows how things stand: a
+// Settled is closed once the Machine first knows how things stand: a
 // mode other than ModeNone, tracking refused without fallback, or Redis
 // unreachable. A Redis that neither answers nor refuses leaves it open.
-func (co *Coherence) Settled() <-chan struct{} { return co.settled }
+func (co *Machine) Settled() <-chan struct{} { return co.settled }
 
 // Await waits until Settled is closed or d has passed.
-func (co *Coherence) Await(d time.Duration) {
+func (co *Machine) Await(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -190,10 +192,10 @@ func (co *Coherence) Await(d time.Duration) {
 	}
 }
 
-func (co *Coherence) settle() { co.settleOn.Do(func() { close(co.settled) }) }
+func (co *Machine) settle() { co.settleOn.Do(func() { close(co.settled) }) }
 
 // Mode returns the current mode.
-func (co *Coherence) Mode() Mode {
+func (co *Machine) Mode() Mode {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	return co.mode
@@ -201,14 +203,14 @@ func (co *Coherence) Mode() Mode {
 
 // TrackingRefused returns the refusal tracking last met, nil when
 // tracking was not refused since it was last up.
-func (co *Coherence) TrackingRefused() error {
+func (co *Machine) TrackingRefused() error {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	return co.trackErr
 }
 
 // Stats returns the counters.
-func (co *Coherence) Stats() CoherenceStats {
+func (co *Machine) Stats() Stats {
 	co.mu.Lock()
 	st := co.stats
 	co.mu.Unlock()
@@ -219,7 +221,7 @@ func (co *Coherence) Stats() CoherenceStats {
 
 // refused counts a refusal and reports the first of mechanism i. The
 // caller holds mu.
-func (co *Coherence) refused(i int, what string, err error) {
+func (co *Machine) refused(i int, what string, err error) {
 	co.stats.Refusals++
 	if !co.told[i] && co.h.Refused != nil {
 		co.h.Refused(what, err)
@@ -227,9 +229,9 @@ func (co *Coherence) refused(i int, what string, err error) {
 	co.told[i] = true
 }
 
-// Close stops the Tracker and every subscription and waits for their
+// Close stops the l2.Tracker and every subscription and waits for their
 // goroutines. It is idempotent and returns nil.
-func (co *Coherence) Close() error {
+func (co *Machine) Close() error {
 	co.cancel()
 	_ = co.tr.Close()
 	co.mu.Lock()
@@ -241,10 +243,10 @@ func (co *Coherence) Close() error {
 	return nil
 }
 
-// invalidate passes keys on under mu, from the Tracker (current nil) or
+// invalidate passes keys on under mu, from the l2.Tracker (current nil) or
 // from a subscription while current says it is the current one and the
 // mode is ModePubSub.
-func (co *Coherence) invalidate(current func() bool) func([]string) {
+func (co *Machine) invalidate(current func() bool) func([]string) {
 	return func(keys []string) {
 		co.mu.Lock()
 		defer co.mu.Unlock()
@@ -256,7 +258,7 @@ func (co *Coherence) invalidate(current func() bool) func([]string) {
 			co.stats.Flushes++
 		} else {
 			// The keys under the prefix, without it, in place (the
-			// message is the Coherence's own).
+			// message is the Machine's own).
 			out := keys[:0]
 			for _, k := range keys {
 				if key, ok := strings.CutPrefix(k, co.prefix); ok {
@@ -276,7 +278,7 @@ func (co *Coherence) invalidate(current func() bool) func([]string) {
 
 // event applies change under mu, starts or stops the subscription it
 // calls for, and reports a change of mode.
-func (co *Coherence) event(change func()) {
+func (co *Machine) event(change func()) {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	change()
@@ -286,13 +288,13 @@ func (co *Coherence) event(change func()) {
 // arrange starts the subscription when tracking is refused and a fallback
 // is allowed, stops it when tracking is up, and reports a change of mode.
 // The caller holds mu.
-func (co *Coherence) arrange() {
+func (co *Machine) arrange() {
 	wantSub := co.trackRef && !co.trackUp && co.fallback && co.channel != ""
 	switch {
 	case wantSub && co.sub == nil && co.ctx.Err() == nil:
 		co.startSub()
 	case !wantSub && co.sub != nil:
-		co.sub.cancel() // its goroutines end soon; Close waits for them
+		co.sub.Stop() // its goroutines end soon; Close waits for them
 		co.sub, co.subUp, co.subRef = nil, false, false
 	}
 	m := ModeNone
@@ -326,11 +328,11 @@ func (co *Coherence) arrange() {
 }
 
 // startSub subscribes to the channel. The caller holds mu; the new
-// Tracker's handlers take mu, after the caller released it.
-func (co *Coherence) startSub() {
-	var sub *Tracker
+// l2.Tracker's handlers take mu, after the caller released it.
+func (co *Machine) startSub() {
+	var sub *l2.Tracker
 	current := func() bool { return co.sub != nil && co.sub == sub }
-	h := TrackingHandler{
+	h := l2.TrackingHandler{
 		Down: func(err error) {
 			co.event(func() {
 				if current() {
