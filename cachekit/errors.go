@@ -197,8 +197,9 @@ func (e *MissError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrNotFound) hold.
 func (e *MissError) Is(target error) bool { return target == ErrNotFound }
 
-// BreakerState is the state of the circuit breaker in front of Redis.
-type BreakerState = guard.State
+// BreakerState is the state of the circuit breaker in front of Redis
+// (ReliabilityStats.Breaker).
+type BreakerState int
 
 // The breaker's states. Closed lets every call through; Open refuses calls
 // without touching Redis until Redis is seen answering again (a background
@@ -206,10 +207,13 @@ type BreakerState = guard.State
 // HalfOpen lets a few probe calls through, and their outcome closes or
 // reopens it.
 const (
-	BreakerClosed   = guard.Closed
-	BreakerOpen     = guard.Open
-	BreakerHalfOpen = guard.HalfOpen
+	BreakerClosed   = BreakerState(guard.Closed)
+	BreakerOpen     = BreakerState(guard.Open)
+	BreakerHalfOpen = BreakerState(guard.HalfOpen)
 )
+
+// String returns "closed", "open" or "half-open".
+func (s BreakerState) String() string { return guard.State(s).String() }
 
 // NameKeyMismatchError is New's error when Redis holds, under the key
 // prefix, the marker of another name key (or, at the marker's key,

@@ -121,6 +121,6 @@ func (c *Client) ReliabilityStats() ReliabilityStats {
 		return ReliabilityStats{}
 	}
 	g := c.rel.Stats()
-	return ReliabilityStats{Breaker: g.Breaker, BreakerOpened: g.Opened, Retries: g.Retries,
+	return ReliabilityStats{Breaker: BreakerState(g.Breaker), BreakerOpened: g.Opened, Retries: g.Retries,
 		Refused: g.Refused, Shed: g.Shed, Degraded: c.stats.Degraded.Load()}
 }

@@ -19,11 +19,8 @@ type Config struct {
 	// EntryOverhead plus its value's bytes (a small value's record in the
 	// value arena, a large one's capacity rounded up to Go's size class;
 	// see the package doc); no copy of the key is kept.
-	// FixedBytes(MaxBytes) comes on top. What the charges leave out (Go's
-	// maps in ristretto under eviction churn, the arena's dead records,
-	// spans of entries partly freed) put the heap of a full cache at 1.15
-	// to 1.48 × MaxBytes plus FixedBytes in measurements at 16 and 64 MiB
-	// (up to 1.52 × at 8 MiB; TestMemorySweep).
+	// FixedBytes(MaxBytes) comes on top, and what the charges leave out
+	// (see the package doc; measured in bench/README.md, "L1 memory").
 	// Required: must be > 0.
 	MaxBytes int64
 

@@ -1,6 +1,7 @@
-// Package l1 is CacheKit's in-process cache tier: a thin layer over
-// ristretto v2 that stores byte slices under string keys, each with its own
-// time to live, within a byte budget.
+// Package l1 is CacheKit's in-process cache tier: byte slices under string
+// keys, each with its own time to live, within a byte budget, kept in its
+// own lock-free read index and value arena, with ristretto v2 deciding
+// admission and eviction.
 //
 // # What it holds
 //
@@ -102,11 +103,10 @@
 // seeded hashes (64 + 32 bits): two keys with the same fingerprint would
 // share an entry, with probability about n²/2⁹⁷ for n keys held (under
 // 10⁻¹⁷ for a million); the seeds are random per cache, so such keys cannot
-// be chosen. Heap in use exceeds MaxBytes + FixedBytes by the arena's
-// dead records (a quarter of the live ones plus two chunks; up to about
-// half while writers outpace the cleaning, see arena.go) and by
-// the entries (48 bytes each) and large values of one GC cycle's victims
-// that share spans with survivors: after a million evictions of small
-// values, 1.25 to 1.41 × MaxBytes + FixedBytes on Go 1.26 for the
-// cachekit client's entries at 16 and 64 MiB, the live bytes 1.1 to 1.25 ×.
+// be chosen. Heap in use exceeds MaxBytes + FixedBytes by what the charges
+// leave out: Go's maps in ristretto under eviction churn, the arena's dead
+// records (see arena.go), and the entries (48 bytes each) and large values
+// of one GC cycle's victims that share spans with survivors. What a full
+// cache measures is stated once, in bench/README.md ("L1 memory";
+// TestMemorySweep reproduces it).
 package l1

@@ -56,21 +56,11 @@ func (s *Store) GetUpTo(ctx context.Context, key string, limit int) ([]byte, err
 		return nil, err
 	}
 	first := s.firstRead(limit)
-	get := redis.NewStringCmd(ctx, "getrange", key, 0, int64(first))
-	if err := s.send(ctx, false, get); err != nil {
-		return nil, fail("get", err)
-	}
-	b, err := get.Bytes()
-	if err != nil {
-		return nil, fail("get", err)
-	}
-	if first < limit && len(b) > first {
+	b, err := s.getRange(ctx, key, first, false)
+	if err == nil && first < limit && len(b) > first {
 		return nil, s.long(ctx, key)
 	}
-	if len(b) == 0 || IsLease(b) {
-		return nil, ErrNotFound
-	}
-	return b, nil
+	return b, err
 }
 
 // GetLongUpTo is GetUpTo for a value a bounded read reported long: it
@@ -79,8 +69,14 @@ func (s *Store) GetLongUpTo(ctx context.Context, key string, limit int) ([]byte,
 	if err := s.check("get"); err != nil {
 		return nil, err
 	}
-	get := redis.NewStringCmd(ctx, "getrange", key, 0, int64(limit))
-	if err := s.send(ctx, true, get); err != nil {
+	return s.getRange(ctx, key, limit, true)
+}
+
+// getRange reads at most n+1 bytes of key's value (large: off the stream);
+// an empty value or a lease reads as missing.
+func (s *Store) getRange(ctx context.Context, key string, n int, large bool) ([]byte, error) {
+	get := redis.NewStringCmd(ctx, "getrange", key, 0, int64(n))
+	if err := s.send(ctx, large, get); err != nil {
 		return nil, fail("get", err)
 	}
 	b, err := get.Bytes()

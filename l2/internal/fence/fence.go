@@ -12,6 +12,16 @@
 // is killed by Redis (CLIENT KILL ID, on another connection) before any
 // byte of this Store leaves again for that server; once Redis has run the
 // kill, the connection's bytes were applied before it or never will be.
+//
+// # Invariants
+//
+//   - A connection is fenced at most once, at its first failure after its
+//     handshake (HELLO's reply read whole); a subscribed connection never.
+//   - While a fence of a server runs, no Write to that server leaves (it
+//     waits within its write deadline, then fails without sending).
+//   - A kill is retried until Redis runs it, finds the connection gone or
+//     refuses it (then the Fencer is off: Stats().On false), or Close.
+//   - Close ends every wait and every kill, and closes the killers.
 package fence
 
 import (
