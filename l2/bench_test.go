@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const benchSize = 1 << 10
@@ -105,6 +107,24 @@ func TestAllocationBudgets(t *testing.T) {
 		{"Get miss", 32, func() { _, _ = f.store.Get(bg, "absent") }},
 		{"Set", 11, func() { _ = f.store.Set(bg, "k", v, time.Hour) }},
 	}
+	// The same through a fenced Store (Store.Fence, on in every Client):
+	// watching the connections costs no allocation.
+	fenced := New(redis.NewClient(&redis.Options{Addr: f.srv.Addr(), MaxRetries: -1}))
+	if err := fenced.Fence(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fenced.Close(); _ = fenced.Client().Close() })
+	cases = append(cases,
+		struct {
+			name   string
+			budget float64
+			fn     func()
+		}{"fenced Get hit", 9, func() { _, _ = fenced.Get(bg, "k") }},
+		struct {
+			name   string
+			budget float64
+			fn     func()
+		}{"fenced Set", 11, func() { _ = fenced.Set(bg, "k", v, time.Hour) }})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := testing.AllocsPerRun(200, tc.fn)

@@ -25,6 +25,7 @@
 package fence
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -485,11 +486,8 @@ func (c *fconn) Write(b []byte) (int, error) {
 			return 0, &net.OpError{Op: "write", Net: c.g.network, Err: err}
 		}
 	}
-	if !c.pubsub.Load() {
-		switch strings.ToLower(string(commandName(b))) {
-		case "subscribe", "psubscribe", "ssubscribe":
-			c.pubsub.Store(true)
-		}
+	if !c.pubsub.Load() && subscribes(commandName(b)) {
+		c.pubsub.Store(true)
 	}
 	n, err := c.Conn.Write(b)
 	if err != nil {
@@ -560,3 +558,14 @@ type fsysconn struct {
 
 // SyscallConn implements syscall.Conn.
 func (c *fsysconn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
+
+// subscribes reports whether name is SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE,
+// in any case, without allocating.
+func subscribes(name []byte) bool {
+	if n := len(name); n == 10 && (name[0]|0x20 == 'p' || name[0]|0x20 == 's') {
+		name = name[1:]
+	} else if n != 9 {
+		return false
+	}
+	return bytes.EqualFold(name, []byte("subscribe"))
+}

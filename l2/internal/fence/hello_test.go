@@ -115,3 +115,18 @@ func FuzzHelloID(f *testing.F) {
 		_ = commandName(b)
 	})
 }
+
+// TestSubscribes tells the subscribing commands, in any case, from the
+// rest, and allocates nothing (every write asks).
+func TestSubscribes(t *testing.T) {
+	for name, want := range map[string]bool{"subscribe": true, "PSUBSCRIBE": true, "ssubscribe": true,
+		"xsubscribe": false, "unsubscribe": false, "set": false, "": false, "subscrib": false} {
+		if got := subscribes([]byte(name)); got != want {
+			t.Errorf("subscribes(%q) = %v", name, got)
+		}
+	}
+	req := []byte("*3\r\n$3\r\nset\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	if n := testing.AllocsPerRun(100, func() { _ = subscribes(commandName(req)) }); n != 0 {
+		t.Fatalf("%v allocations per write's check", n)
+	}
+}
