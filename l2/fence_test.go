@@ -347,3 +347,68 @@ func TestRetryAfterStoredAnswersStored(t *testing.T) {
 		}
 	}
 }
+
+// TestLateConditionalWritesAreHarmless: the writes that compare in Lua
+// (a lease's Fill, Renew and Release, SWR's SetIfDigest) are harmless
+// when they land late even without a fence: the next write replaced what
+// they compare against. Here no fence runs, and each is delayed past its
+// deadline, then the key is Set, then the delayed bytes arrive.
+func TestLateConditionalWritesAreHarmless(t *testing.T) {
+	cases := []struct {
+		name    string
+		prepare func(s *Store) string // returns what the delayed write compares
+		delayed func(s *Store, ctx context.Context, arg string) error
+	}{
+		{"Fill", func(s *Store) string {
+			lease := NewLease()
+			_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
+			return lease
+		}, func(s *Store, ctx context.Context, lease string) error {
+			_, err := s.Fill(ctx, "k", lease, []byte("loaded"), time.Minute)
+			return err
+		}},
+		{"Renew", func(s *Store) string {
+			lease := NewLease()
+			_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
+			return lease
+		}, func(s *Store, ctx context.Context, lease string) error {
+			_, err := s.Renew(ctx, "k", lease, time.Millisecond)
+			return err
+		}},
+		{"Release", func(s *Store) string {
+			lease := NewLease()
+			_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
+			return lease
+		}, func(s *Store, ctx context.Context, lease string) error {
+			_, err := s.Release(ctx, "k", lease)
+			return err
+		}},
+		{"SetIfDigest", func(s *Store) string {
+			_ = s.Set(bg, "k", []byte("served"), time.Minute)
+			return Digest([]byte("served"))
+		}, func(s *Store, ctx context.Context, digest string) error {
+			_, err := s.SetIfDigest(ctx, "k", digest, 0, []byte("refreshed"), time.Minute)
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFenceFixture(t, false, nil)
+			// Once undelayed, so that the script is in Redis's cache.
+			arg := tc.prepare(f.store)
+			_ = tc.delayed(f.store, bg, arg)
+			arg = tc.prepare(f.store)
+			f.delayedWrite(t, func(ctx context.Context) error { return tc.delayed(f.store, ctx, arg) })
+			if err := f.store.Set(bg, "k", []byte("new"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			f.settle(t)
+			if got := f.direct(t, "k"); got != "new" {
+				t.Fatalf("Redis holds %q after a late %s: want the Set's value", got, tc.name)
+			}
+			if ttl, _ := redistest.Do(f.srv.Addr(), "PTTL", "k"); ttl == ":1" || ttl == ":0" {
+				t.Fatalf("the late %s changed the Set's TTL (%s)", tc.name, ttl)
+			}
+		})
+	}
+}
