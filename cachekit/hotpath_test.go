@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -71,45 +72,69 @@ func TestClientInvalidPrefixFailsEveryEncryptedOp(t *testing.T) {
 	}
 }
 
-// cmdRecorder is a go-redis hook that records the names of the commands sent.
+// cmdRecorder is a go-redis hook that records the round trips a Client
+// makes: the names of the commands each carried (a command alone, or a
+// pipeline), leaving out the handshake (HELLO, CLIENT, AUTH, SELECT) of a
+// newly dialled connection.
 type cmdRecorder struct {
 	mu    sync.Mutex
-	names []string
+	trips [][]string
 }
 
 func (r *cmdRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (r *cmdRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.mu.Lock()
-		r.names = append(r.names, cmd.Name())
-		r.mu.Unlock()
+		r.add(cmd)
 		return next(ctx, cmd)
 	}
 }
 func (r *cmdRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.mu.Lock()
-		for _, c := range cmds {
-			r.names = append(r.names, c.Name())
-		}
-		r.mu.Unlock()
+		r.add(cmds...)
 		return next(ctx, cmds)
 	}
 }
 
-// take returns the data commands recorded since the last call, leaving out
-// the handshake (HELLO, CLIENT) of a newly dialled connection.
+func (r *cmdRecorder) add(cmds ...redis.Cmder) {
+	var trip []string
+	for _, c := range cmds {
+		switch n := c.Name(); n {
+		case "hello", "client", "auth", "select":
+		default:
+			trip = append(trip, n)
+		}
+	}
+	if len(trip) > 0 {
+		r.mu.Lock()
+		r.trips = append(r.trips, trip)
+		r.mu.Unlock()
+	}
+}
+
+// take returns the data commands recorded since the last take or
+// takeTrips, in order.
 func (r *cmdRecorder) take() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for _, n := range r.names {
-		if n != "hello" && n != "client" {
-			out = append(out, n)
-		}
+	for _, t := range r.trips {
+		out = append(out, t...)
 	}
-	r.names = nil
+	r.trips = nil
 	return out
+}
+
+// takeTrips returns the round trips recorded since the last take, each as
+// its commands' names joined by "+", joined by " | ".
+func (r *cmdRecorder) takeTrips() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.trips))
+	for i, t := range r.trips {
+		out[i] = strings.Join(t, "+")
+	}
+	r.trips = nil
+	return strings.Join(out, " | ")
 }
 
 // A read from Redis asks for the remaining TTL only when it will backfill L1.
@@ -152,5 +177,81 @@ func TestPutScratchWipesDecryptedBytes(t *testing.T) {
 		if bytes.IndexByte(plain, 0xAA) >= 0 || bytes.IndexByte(value, 0xBB) >= 0 {
 			t.Errorf("size %d: scratch still holds the decrypted bytes after putScratch", size)
 		}
+	}
+}
+
+// TestCommandsPerOperation pins the Redis commands and round trips of the
+// main operations, sent directly (auto-pipelining off, so one hook call is
+// one round trip) by an encrypted Client without L1, on a healthy Redis:
+// Get, Set, a GetOrLoad miss (read, lease, store), an MGetOrLoad miss
+// (read, leases, stores: one pipeline each) and an SWR refresh. The
+// refactors of issue 42 left them as they were at b9a2389; issue 43 added
+// the refresh's PEXPIRETIME (read before its loader, compared when it
+// stores).
+func TestCommandsPerOperation(t *testing.T) {
+	t.Parallel()
+	_, rdb := withRedis(t)
+	log := &cmdRecorder{}
+	rdb.AddHook(log)
+	o := Options{Redis: rdb, Encryption: encConfig(""), DisableAutoPipeline: true, Reliability: &Reliability{}}
+	c := newClient(t, o)
+	load := func(context.Context) (string, error) { return "v", nil }
+	mload := func(_ context.Context, keys []string) (map[string]string, error) {
+		out := map[string]string{}
+		for _, k := range keys {
+			out[k] = "v"
+		}
+		return out, nil
+	}
+	steps := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"Set", func() error { return c.Set(bg, "a", "v") }, "set"},
+		{"Get", func() error { _, err := Get[string](bg, c, "a"); return err }, "getrange"},
+		{"GetOrLoad miss", func() error { _, err := GetOrLoad(bg, c, "b", load); return err },
+			"getrange | evalsha | evalsha"},
+		{"MGetOrLoad miss", func() error { _, err := MGetOrLoad(bg, c, []string{"c", "d"}, mload); return err },
+			"mget+exists | eval+eval | eval+eval"},
+	}
+	for _, s := range steps { // once to load the scripts (NOSCRIPT, SCRIPT LOAD)
+		if err := s.run(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	for _, k := range []string{"b", "c", "d"} {
+		_ = c.Delete(bg, k)
+	}
+	log.takeTrips()
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := log.takeTrips(); got != s.want {
+			t.Errorf("%s sent %q, want %q", s.name, got, s.want)
+		}
+	}
+
+	// An SWR refresh (twice: the first loads the compare-and-set script):
+	// a read that finds the entry due starts it.
+	w, clk := swrClient(t, func(o *Options) { o.L1MaxBytes, o.DisableAutoPipeline = 0, true; o.Redis = rdb })
+	for _, k := range []string{"e", "f"} {
+		if _, err := GetOrLoadTTL(bg, w, k, swrTTL, load); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(swrDue)
+		log.takeTrips()
+		loads := w.Stats().Loads
+		waitWithin(t, 5*time.Second, func() bool {
+			_, _ = GetOrLoadTTL(bg, w, k, swrTTL, load)
+			return w.Stats().Loads > loads
+		})
+		waitWithin(t, 5*time.Second, w.swrIdle)
+	}
+	// The reads that found it due, then the refresh: its PEXPIRETIME
+	// (with the lease probe), then the compare-and-set, then more reads.
+	if trips := log.takeTrips(); !strings.Contains(trips, "getrange+pttl | pexpiretime+strlen+getrange | evalsha") {
+		t.Errorf("SWR reads and refresh sent %q, want getrange+pttl | pexpiretime+strlen+getrange | evalsha among them", trips)
 	}
 }

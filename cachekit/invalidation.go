@@ -206,5 +206,7 @@ func (c *Client) InvalidationStats() InvalidationStats {
 	case c.inv.Co == nil:
 		return InvalidationStats{Mode: coherence.ModeNone.String(), PublishFailures: c.l2.PublishFailures()}
 	}
-	return InvalidationStats(c.inv.Co.Stats())
+	st := c.inv.Co.Stats()
+	return InvalidationStats{Mode: st.Mode, Tracking: st.Tracking, Received: st.Received, Applied: st.Applied,
+		Flushes: st.Flushes, Losses: st.Losses, Refusals: st.Refusals, PublishFailures: st.PublishFailures}
 }

@@ -354,32 +354,25 @@ func TestRetryAfterStoredAnswersStored(t *testing.T) {
 // they compare against. Here no fence runs, and each is delayed past its
 // deadline, then the key is Set, then the delayed bytes arrive.
 func TestLateConditionalWritesAreHarmless(t *testing.T) {
+	leased := func(s *Store) string { // a lease on k, the compared value
+		lease := NewLease()
+		_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
+		return lease
+	}
 	cases := []struct {
 		name    string
 		prepare func(s *Store) string // returns what the delayed write compares
 		delayed func(s *Store, ctx context.Context, arg string) error
 	}{
-		{"Fill", func(s *Store) string {
-			lease := NewLease()
-			_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
-			return lease
-		}, func(s *Store, ctx context.Context, lease string) error {
+		{"Fill", leased, func(s *Store, ctx context.Context, lease string) error {
 			_, err := s.Fill(ctx, "k", lease, []byte("loaded"), time.Minute)
 			return err
 		}},
-		{"Renew", func(s *Store) string {
-			lease := NewLease()
-			_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
-			return lease
-		}, func(s *Store, ctx context.Context, lease string) error {
+		{"Renew", leased, func(s *Store, ctx context.Context, lease string) error {
 			_, err := s.Renew(ctx, "k", lease, time.Millisecond)
 			return err
 		}},
-		{"Release", func(s *Store) string {
-			lease := NewLease()
-			_, _, _, _ = s.Acquire(bg, "k", lease, time.Minute, "")
-			return lease
-		}, func(s *Store, ctx context.Context, lease string) error {
+		{"Release", leased, func(s *Store, ctx context.Context, lease string) error {
 			_, err := s.Release(ctx, "k", lease)
 			return err
 		}},

@@ -64,32 +64,14 @@ type Handler struct {
 	Refused func(what string, err error)
 }
 
-// Stats is a snapshot of a Machine's counters.
+// Stats is a snapshot of a Machine's counters (cachekit.InvalidationStats
+// documents each): the mode's name, whether it is tracking, and the
+// counts of messages received, keys applied, flushes, losses, refusals
+// and failed announcements.
 type Stats struct {
-	// Mode names what keeps L1 coherent now (Mode.String): "tracking",
-	// "pubsub" (tracking refused: writes that are announced are heard),
-	// "lifetime" (tracking and the subscription refused: the copies'
-	// bounded lifetime alone), or "none" (copies not kept: starting,
-	// lost, or refused without fallback).
-	Mode string
-	// Tracking reports whether Mode is "tracking" (every node tracked).
-	Tracking bool
-	// Received counts invalidation messages; Applied the keys under the
-	// prefix they reported.
-	Received, Applied uint64
-	// Flushes counts the times every copy had to go: FLUSHDB/FLUSHALL or
-	// an unreadable message, and each loss.
-	Flushes uint64
-	// Losses counts the times tracking or the subscription was lost
-	// (a change to "none" from another mode).
-	Losses uint64
-	// Refusals counts the times Redis refused tracking or the fallback's
-	// SUBSCRIBE: once per mechanism until it is up again (the retries
-	// every 30 s meanwhile are not counted).
-	Refusals uint64
-	// PublishFailures counts the Store's announcements that could not be
-	// published (l2.Store.PublishFailures; the writes went through).
-	PublishFailures uint64
+	Mode                                                          string
+	Tracking                                                      bool
+	Received, Applied, Flushes, Losses, Refusals, PublishFailures uint64
 }
 
 // Machine runs the state machine that picks a Mode: it keeps a l2.Tracker

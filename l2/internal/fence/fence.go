@@ -29,6 +29,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -221,21 +222,10 @@ type gate struct {
 var errNoID = errors.New("l2: no client ID was read at the connection's handshake")
 
 // errFenceWait is the error of a write that could not leave before its
-// deadline because a fence was still running: nothing of it was sent.
-var errFenceWait error = fenceWaitError{}
-
-// fenceWaitError is errFenceWait's type: a timeout, as a write deadline
-// is, that IsTransient and go-redis treat as one.
-type fenceWaitError struct{}
-
-func (fenceWaitError) Error() string {
-	return "l2: write held: a failed connection to the server is being fenced"
-}
-func (fenceWaitError) Timeout() bool   { return true }
-func (fenceWaitError) Temporary() bool { return true }
-func (fenceWaitError) Is(target error) bool {
-	return target == os.ErrDeadlineExceeded
-}
+// deadline because a fence was still running: nothing of it was sent. It
+// is a timeout, as a write deadline is (it wraps os.ErrDeadlineExceeded),
+// which go-redis and IsTransient treat as one.
+var errFenceWait = fmt.Errorf("l2: write held: a failed connection to the server is being fenced: %w", os.ErrDeadlineExceeded)
 
 // wait holds a write until no fence is pending, the deadline (zero: none)
 // passes or the Fencer closes.
