@@ -114,14 +114,7 @@ func (r *cmdRecorder) add(cmds ...redis.Cmder) {
 // take returns the data commands recorded since the last take or
 // takeTrips, in order.
 func (r *cmdRecorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, t := range r.trips {
-		out = append(out, t...)
-	}
-	r.trips = nil
-	return out
+	return strings.FieldsFunc(r.takeTrips(), func(c rune) bool { return c == '+' || c == '|' || c == ' ' })
 }
 
 // takeTrips returns the round trips recorded since the last take, each as

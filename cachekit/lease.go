@@ -20,6 +20,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -210,20 +211,14 @@ func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) *renewe
 	attempt := c.rel.AttemptTimeout()
 	go func() {
 		defer close(r.done)
-		tick := time.NewTicker(max(c.leaseTTL/3, time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-tick.C:
-			}
+		ctxwait.Every(rctx, max(c.leaseTTL/3, time.Millisecond), func() bool {
 			for i, full := range fulls {
 				actx, cancel := context.WithTimeout(rctx, attempt)
 				_, _ = c.l2.Renew(actx, full, leases[i], c.leaseTTL)
 				cancel()
 			}
-		}
+			return true
+		})
 	}()
 	return r
 }

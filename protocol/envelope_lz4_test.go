@@ -22,14 +22,7 @@ func TestSealEnvelopeCompressorChoice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	for _, n := range []int{100, 1 << 10, lz4block.MaxCompressLen, lz4block.MaxCompressLen + 1, 100000} {
 		in := fixture.JSONish(rng, n)
-		env, err := SealEnvelope(nil, in, FormatMsgpack)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := ParseEnvelope(env)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, e := sealParsed(t, in)
 		want := make([]byte, lz4.CompressBlockBound(n))
 		var m int
 		if n <= lz4block.MaxCompressLen {
@@ -109,14 +102,7 @@ func TestEnvelopeChunkedIsOneShot(t *testing.T) {
 		"mixed":          mixed,
 	} {
 		t.Run(name, func(t *testing.T) {
-			env, err := SealEnvelope(nil, original, FormatMsgpack)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := ParseEnvelope(env)
-			if err != nil {
-				t.Fatal(err)
-			}
+			env, e := sealParsed(t, original)
 			var sum [8]byte
 			binary.BigEndian.PutUint64(sum[:], xxh3.Hash(original))
 			if e.Checksum != sum {
@@ -135,4 +121,19 @@ func TestEnvelopeChunkedIsOneShot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sealParsed seals in into an envelope (msgpack format) and parses it,
+// failing t on an error of either.
+func sealParsed(t *testing.T, in []byte) ([]byte, Envelope) {
+	t.Helper()
+	env, err := SealEnvelope(nil, in, FormatMsgpack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ParseEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, e
 }

@@ -16,3 +16,20 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// Every calls fn every d until ctx ends or fn returns false (the first
+// call comes d after Every is called).
+func Every(ctx context.Context, d time.Duration, fn func() bool) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fn() {
+			return
+		}
+	}
+}

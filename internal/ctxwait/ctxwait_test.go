@@ -17,3 +17,16 @@ func TestSleep(t *testing.T) {
 		t.Fatal("Sleep did not end with its ctx")
 	}
 }
+
+// TestEvery calls fn each tick until it returns false, and not after ctx
+// ends.
+func TestEvery(t *testing.T) {
+	calls := 0
+	Every(context.Background(), time.Millisecond, func() bool { calls++; return calls < 3 })
+	if calls != 3 {
+		t.Fatalf("%d calls, want 3 (the third returned false)", calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	Every(ctx, time.Millisecond, func() bool { t.Fatal("called after ctx ended"); return true })
+}

@@ -325,20 +325,13 @@ func (g *Guard) startProber() {
 func (g *Guard) probe() {
 	defer g.wg.Done()
 	bg := g.hooks.Background
-	t := time.NewTicker(g.cfg.BreakerProbeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-bg.Done():
-			return
-		case <-t.C:
-		}
+	ctxwait.Every(bg, g.cfg.BreakerProbeInterval, func() bool {
 		if !g.br.isClosed() {
 			ctx, cancel := context.WithTimeout(bg, g.cfg.AttemptTimeout)
 			err := g.hooks.Ping(ctx)
 			cancel()
 			if bg.Err() != nil {
-				return // closing: a cut-off PING says nothing
+				return false // closing: a cut-off PING says nothing
 			}
 			if l2.Answered(err) {
 				g.br.answered()
@@ -347,13 +340,13 @@ func (g *Guard) probe() {
 		// Stop once closed; the check and the flag change together, so a
 		// trip after this point starts a new prober.
 		g.mu.Lock()
+		defer g.mu.Unlock()
 		if g.br.isClosed() {
 			g.probing = false
-			g.mu.Unlock()
-			return
+			return false
 		}
-		g.mu.Unlock()
-	}
+		return true
+	})
 }
 
 // Stop ends the prober and waits for it. Hooks.Background must be
