@@ -405,3 +405,48 @@ func TestLateConditionalWritesAreHarmless(t *testing.T) {
 		})
 	}
 }
+
+// TestFenceEndsWhenTheServerIsBack: a fence begun while the server was
+// down (its kill backing off toward 500 ms between tries) ends as soon as
+// the server is back and a write waits on it, so the first write after a
+// restart is not held past its deadline. Three rounds: were the tries
+// left 500 ms apart, a round would pass only when the next one happened to
+// fall within the write's 150 ms.
+func TestFenceEndsWhenTheServerIsBack(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb)
+	if err := s.Fence(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	set := func(ctx context.Context, v string) error { return s.Set(ctx, "k", []byte(v), time.Minute) }
+	for round := range 3 {
+		// A greeted connection in the pool (a handshake's failure is not
+		// fenced) fails on a hung server, which then dies: the kill cannot
+		// reach it.
+		if err := set(bg, "warm"); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		srv.Pause()
+		ctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
+		err := set(ctx, "lost")
+		cancel()
+		if !errors.Is(err, ErrOutcomeUnknown) {
+			t.Fatalf("round %d: a Set to a hung server = %v, want ErrOutcomeUnknown", round, err)
+		}
+		srv.Kill()
+		time.Sleep(1200 * time.Millisecond) // the kill's tries now 500 ms apart
+		srv.Restart()
+		ctx, cancel = context.WithTimeout(bg, 150*time.Millisecond)
+		err = set(ctx, "v")
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: the first Set after the restart = %v (FenceStats %+v)", round, err, s.FenceStats())
+		}
+	}
+	if st := s.FenceStats(); st.Held < 3 || st.Fenced < 3 {
+		t.Fatalf("FenceStats %+v: want a write held by each round's fence", st)
+	}
+}

@@ -20,7 +20,10 @@
 //   - While a fence of a server runs, no Write to that server leaves (it
 //     waits within its write deadline, then fails without sending).
 //   - A kill is retried until Redis runs it, finds the connection gone or
-//     refuses it (then the Fencer is off: Stats().On false), or Close.
+//     refuses it (then the Fencer is off: Stats().On false), or Close;
+//     the tries back off from 10 ms to 500 ms apart, and come 10 ms apart
+//     while a write waits (a server back from a restart lets it go at
+//     once).
 //   - Close ends every wait and every kill, and closes the killers.
 package fence
 
@@ -39,7 +42,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -140,13 +142,6 @@ func (f *Fencer) close() {
 		g.open()
 	}
 	f.wg.Wait()
-	for _, g := range gates {
-		g.mu.Lock()
-		if g.killer != nil {
-			_ = g.killer.Close()
-		}
-		g.mu.Unlock()
-	}
 }
 
 // hookFor is the hook of node, one go-redis client: its options are what a
@@ -187,11 +182,11 @@ func (f *Fencer) wrap(conn net.Conn, opts *redis.Options) net.Conn {
 	f.mu.Lock()
 	g := f.gates[key]
 	if g == nil {
-		g = &gate{f: f, network: ra.Network(), addr: ra.String(), opts: opts}
+		g = &gate{f: f, network: ra.Network(), addr: ra.String(), opts: opts, retry: make(chan struct{}, 1)}
 		f.gates[key] = g
 	}
 	f.mu.Unlock()
-	fc := &fconn{Conn: conn, g: g, born: time.Now()}
+	fc := &fconn{Conn: conn, g: g, born: time.Now(), local: conn.LocalAddr().String()}
 	if sc, ok := conn.(syscall.Conn); ok {
 		// go-redis health-checks an idle connection through its file
 		// descriptor, when it can reach one.
@@ -210,12 +205,17 @@ type gate struct {
 	pending atomic.Int32 // failed connections not yet fenced
 	mu      sync.Mutex
 	clear   chan struct{} // closed when pending drops to 0; under mu
-	killer  *redis.Client // the connection kills go out on; under mu
 	// refusedKill is set once the server refused CLIENT KILL: later
 	// failures are not tried.
 	refusedKill atomic.Bool
 	// told remembers the reasons already reported to refused; under mu.
 	told map[string]bool
+	// waiting counts the writes waiting now; while there are any, a kill
+	// is tried again fenceBackoff after the last try (a server back from
+	// a restart lets them go at the next try). retry wakes a kill waiting
+	// out a longer backoff when a write comes to wait.
+	waiting atomic.Int32
+	retry   chan struct{}
 }
 
 // errNoID is why a connection without a client ID is not fenced.
@@ -237,6 +237,12 @@ func (g *gate) wait(deadline time.Time) error {
 		return nil
 	}
 	g.f.held.Add(1)
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case g.retry <- struct{}{}:
+	default:
+	}
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {
 		d := time.Until(deadline)
@@ -325,10 +331,19 @@ func (g *gate) unfenced(why error) {
 func (g *gate) kill(c *fconn, id int64) {
 	defer g.f.wg.Done()
 	defer g.done()
+	var k *killer
+	defer func() {
+		if k != nil {
+			_ = k.Close()
+		}
+	}()
 	backoff := fenceBackoff
 	for {
+		if k == nil {
+			k = g.killer()
+		}
 		ctx, cancel := context.WithTimeout(g.f.bg, killTimeout)
-		err := g.tryKill(ctx, c, id)
+		err := g.tryKill(ctx, k, c, id)
 		cancel()
 		switch {
 		case err == nil:
@@ -341,25 +356,80 @@ func (g *gate) kill(c *fconn, id int64) {
 		case g.f.bg.Err() != nil:
 			return
 		}
-		if !ctxwait.Sleep(g.f.bg, backoff) {
+		// The next try dials afresh: a go-redis pool that failed to dial
+		// as many times as it has connections answers its last dial error,
+		// without dialing, for up to a second, and the server may be back
+		// well before that.
+		_ = k.Close()
+		k = nil
+		if g.waiting.Load() > 0 {
+			backoff = fenceBackoff
+		}
+		if !g.backoff(backoff) {
 			return
 		}
 		backoff = min(2*backoff, fenceMaxBackoff)
 	}
 }
 
-// tryKill asks the server whether connection id is still c (its age) and
-// kills it; nil when c is dead now.
-func (g *gate) tryKill(ctx context.Context, c *fconn, id int64) error {
-	k := g.killerClient()
+// backoff waits d before the next try of a kill, or fenceBackoff at
+// least once a write waits on the gate; false when the Fencer closed.
+func (g *gate) backoff(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	floor := time.NewTimer(min(d, fenceBackoff))
+	defer floor.Stop()
+	select {
+	case <-floor.C:
+	case <-g.f.bg.Done():
+		return false
+	}
+	select {
+	case <-t.C:
+		return true
+	case <-g.retry:
+		return true
+	case <-g.f.bg.Done():
+		return false
+	}
+}
+
+// tryKill asks the server whether connection id is still c and kills it;
+// nil when c is dead now. The killer k was dialed after c failed.
+//
+// A server that restarted since c was made gives its IDs anew, and id may
+// now name another connection (this Store's next one, held at the gate):
+// that one must not be killed. k's own entry (CLIENT INFO) tells: an ID
+// below c's is a restart (on one server, IDs only grow); an address equal
+// to k's local one is a direct path, where the kill is filtered by c's
+// own address too (CLIENT KILL ID id ADDR addr), so it reaches c or
+// nothing. Behind a proxy or NAT, or where CLIENT INFO is refused, id is
+// killed unless CLIENT LIST shows a connection younger than c.
+func (g *gate) tryKill(ctx context.Context, k *killer, c *fconn, id int64) error {
 	sid := strconv.FormatInt(id, 10)
+	self, err := k.Do(ctx, "client", "info").Text()
+	switch {
+	case err == nil:
+		if own, ok := clientField(self, "id"); ok {
+			if n, perr := strconv.ParseInt(own, 10, 64); perr == nil && n < id {
+				return nil // restarted: c died with the server
+			}
+		}
+		if addr, ok := clientField(self, "addr"); ok && c.local != "" && addr == k.local() {
+			return k.Do(ctx, "client", "kill", "id", sid, "addr", c.local).Err()
+		}
+	case !g.f.refusal(err):
+		return err
+	}
 	info, err := k.Do(ctx, "client", "list", "id", sid).Text()
 	switch {
 	case err == nil && strings.TrimSpace(info) == "":
 		return nil // gone already
 	case err == nil:
-		if age, ok := clientAge(info); ok && age+2 < int64(time.Since(c.born)/time.Second) {
-			return nil // a younger connection: the server restarted since c was made
+		if age, ok := clientField(info, "age"); ok {
+			if n, perr := strconv.ParseInt(age, 10, 64); perr == nil && n+2 < int64(time.Since(c.born)/time.Second) {
+				return nil // a younger connection: the server restarted since c was made
+			}
 		}
 	case g.f.refusal(err):
 		// CLIENT LIST refused; CLIENT KILL may be allowed.
@@ -369,26 +439,56 @@ func (g *gate) tryKill(ctx context.Context, c *fconn, id int64) error {
 	return k.Do(ctx, "client", "kill", "id", sid).Err()
 }
 
-// clientAge reads the age= field (seconds) of a CLIENT LIST line.
-func clientAge(info string) (int64, bool) {
+// clientField reads one name=value field of a CLIENT LIST or CLIENT INFO
+// line.
+func clientField(info, name string) (string, bool) {
 	for f := range strings.FieldsSeq(info) {
-		if v, ok := strings.CutPrefix(f, "age="); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			return n, err == nil
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v, true
 		}
 	}
-	return 0, false
+	return "", false
 }
 
-// killerClient is the gate's own connection to its server: a client
-// without hooks (its writes never wait on the gate), logged in as the
-// node's client is, dialing the server's exact address.
-func (g *gate) killerClient() *redis.Client {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.killer != nil {
-		return g.killer
+// killer is a connection of a gate's own to its server, for one fence: a
+// client without the fence's hook (its writes never wait on the gate),
+// logged in as the node's client is, dialing the server's exact address.
+type killer struct {
+	*redis.Client
+	addr atomic.Pointer[string] // its connection's local address
+}
+
+// local returns the killer connection's local address ("" before it is
+// dialed).
+func (k *killer) local() string {
+	if a := k.addr.Load(); a != nil {
+		return *a
 	}
+	return ""
+}
+
+// DialHook implements redis.Hook: it notes the local address.
+func (k *killer) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil && conn != nil {
+			a := conn.LocalAddr().String()
+			k.addr.Store(&a)
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook implements redis.Hook.
+func (*killer) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook implements redis.Hook.
+func (*killer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// killer dials a killer for one fence.
+func (g *gate) killer() *killer {
 	o := g.opts
 	ko := &redis.Options{
 		Network: g.network, Addr: g.addr,
@@ -404,8 +504,9 @@ func (g *gate) killerClient() *redis.Client {
 	if o.TLSConfig != nil {
 		ko.TLSConfig = o.TLSConfig.Clone()
 	}
-	g.killer = redis.NewClient(ko)
-	return g.killer
+	k := &killer{Client: redis.NewClient(ko)}
+	k.AddHook(k)
+	return k
 }
 
 // fconn is a connection a gate watches.
@@ -413,6 +514,9 @@ type fconn struct {
 	net.Conn
 	g    *gate
 	born time.Time
+	// local is the connection's local address, as a direct path shows it
+	// in CLIENT LIST.
+	local string
 	// id is the Redis client ID read from the handshake (0: not known).
 	id atomic.Int64
 	// hello holds the first reply's bytes until the ID is found; helloDone
