@@ -36,6 +36,9 @@ func leaseChild(args []string) int {
 		return 2
 	}
 	mode, addr, key := args[0], args[1], args[2]
+	if strings.HasPrefix(mode, "neg") {
+		return negativeChild(mode, addr, key)
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	c, err := New(Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""),
