@@ -130,20 +130,7 @@ func pollUntilInserted(ctx context.Context, c *Client, rdb *redis.Client, key st
 func TestNegativeFleetAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	srv, raw := withRedis(t)
-	type child struct {
-		stdin io.WriteCloser
-		out   *bufio.Scanner
-	}
-	children := make([]child, 3)
-	for i := range children {
-		_, in, out := startChild(t, "negfleet "+srv.Addr()+" missing")
-		children[i] = child{in, out}
-	}
-	for i, ch := range children {
-		if !ch.out.Scan() || ch.out.Text() != "ready" {
-			t.Fatalf("child %d: %q", i, ch.out.Text())
-		}
-	}
+	children := startReadyChildren(t, 3, "negfleet "+srv.Addr()+" missing")
 	start := time.Now()
 	for _, ch := range children {
 		_ = ch.stdin.Close()

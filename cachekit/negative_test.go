@@ -82,20 +82,9 @@ func TestNegativeEntryIsAbsentToEveryPath(t *testing.T) {
 			if m, err := MGet[string](bg, c, []string{"k", "other"}); err != nil || len(m) != 1 || m["other"] != "v" {
 				t.Fatalf("MGet = %v, %v", m, err)
 			}
-			if ok, err := c.Exists(bg, "k"); ok || err != nil {
-				t.Fatalf("Exists = %v, %v", ok, err)
-			}
-			if _, err := c.TTL(bg, "k"); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("TTL = %v", err)
-			}
-			if err := c.Touch(bg, "k", time.Hour); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("Touch = %v", err)
-			}
+			mustBeAbsentToPresence(t, c, "k")
 			if d := raw.PTTL(bg, full).Val(); d > negTTL {
 				t.Fatalf("Touch extended the negative entry to %v", d)
-			}
-			if ok, err := c.SetIfPresent(bg, "k", "x", time.Minute); ok || err != nil {
-				t.Fatalf("SetIfPresent = %v, %v", ok, err)
 			}
 			if n, err := c.Raw().Delete(bg, "k"); n != 0 || err != nil {
 				t.Fatalf("Raw.Delete = %d, %v; want 0 (deleted, not counted)", n, err)
@@ -200,26 +189,15 @@ func TestNegativeLoadNeverOverwritesAWrite(t *testing.T) {
 		for name, write := range writers {
 			t.Run(mode+"/"+name, func(t *testing.T) {
 				t.Parallel()
-				_, raw := withRedis(t)
 				o := opts
-				o.Redis, o.NegativeTTL = raw, negTTL
-				a, b := newClient(t, o), newClient(t, o)
-				started, release := make(chan struct{}), make(chan struct{})
-				r := async(func() error {
+				o.NegativeTTL = negTTL
+				a, b, raw := loadRace(t, o, func(a *Client, started chan<- struct{}, release <-chan struct{}) error {
 					_, err := GetOrLoad(bg, a, "k", heldNotFound(started, release))
 					if !errors.Is(err, ErrNotFound) || isNegativeHit(err) {
 						return fmt.Errorf("the loading caller got %v, want its loader's not found", err)
 					}
 					return nil
-				})
-				<-started
-				if err := write(a, b, raw); err != nil {
-					t.Fatal(err)
-				}
-				close(release)
-				if err := <-r; err != nil {
-					t.Fatal(err)
-				}
+				}, write)
 				if v, _ := raw.Get(bg, "k").Bytes(); l2.IsNegative(v) {
 					t.Fatal("the negative entry overwrote the insert in redis")
 				}
@@ -565,15 +543,7 @@ func TestNegativeL1Only(t *testing.T) {
 	cacheNegative(t, c, "k", &calls)
 	_, err := GetOrLoad(bg, c, "k", notFound(&calls))
 	mustNegativeHit(t, "GetOrLoad", err)
-	if ok, _ := c.Exists(bg, "k"); ok {
-		t.Fatal("Exists of a negative entry")
-	}
-	if err := c.Touch(bg, "k", time.Hour); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Touch = %v", err)
-	}
-	if ok, _ := c.SetIfPresent(bg, "k", "x", time.Minute); ok {
-		t.Fatal("SetIfPresent stored over a negative entry")
-	}
+	mustBeAbsentToPresence(t, c, "k")
 	if ok, _ := c.SetIfAbsent(bg, "k", "x", time.Minute); !ok {
 		t.Fatal("SetIfAbsent refused a negative entry")
 	}
