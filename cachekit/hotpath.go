@@ -141,6 +141,14 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 		}
 		return payload, true, nil
 	}
+	return c.l1OpenFailed(ctx, s, key, stored, err)
+}
+
+// l1OpenFailed is fromL1 for stored, key's L1 entry, which the value's
+// open refused with err (off the hit path): a negative entry is read as
+// one; any other entry is counted, evicted and warned about, and the read
+// falls through to L2.
+func (c *Client) l1OpenFailed(ctx context.Context, s *scratch, key string, stored []byte, err error) ([]byte, bool, error) {
 	if notTheEntry(ctx, err) {
 		return nil, false, err
 	}
