@@ -2,6 +2,7 @@ package cacheaside
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -40,6 +41,14 @@ type Config struct {
 	Pace time.Duration
 	// Seed makes the operation mix reproducible.
 	Seed uint64
+	// NotFound, when set, makes absence part of the histories: every key
+	// starts absent from the source, a third of the writers remove it
+	// (then Delete it from the cache, or DEL it as a foreign writer), the
+	// loader returns NotFound for an absent key, and a read that returns
+	// an error matching NotFound read "absent" (recorded as 0, the value
+	// the register holds while the key is absent). nil: the source starts
+	// at 0 and reads of it are values.
+	NotFound error
 }
 
 // Result is the outcome of Run.
@@ -210,12 +219,15 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 					srcMu.Lock()
 					next++
 					v := next
+					if cfg.NotFound != nil && rng.IntN(3) == 0 {
+						v = 0 // a removal: the key is absent from the source
+					}
 					src[k] = v
 					srcMu.Unlock()
 					switch {
 					case kind == 0 && cfg.Foreign != nil:
 						err = cfg.Foreign(ctx, key)
-					case kind == 1:
+					case kind == 1 && v != 0:
 						err = c.Set(ctx, key, v)
 					default:
 						err = c.Delete(ctx, key)
@@ -232,8 +244,14 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 						v := src[k]
 						srcMu.Unlock()
 						time.Sleep(delay) // the query's way back
+						if v == 0 && cfg.NotFound != nil {
+							return 0, cfg.NotFound
+						}
 						return v, nil
 					})
+					if err != nil && cfg.NotFound != nil && errors.Is(err, cfg.NotFound) {
+						v, err = 0, nil // read "absent"
+					}
 					ret := now()
 					op = porcupine.Operation{ClientId: g, Input: input{Key: key, Call: call}, Call: call, Output: v, Return: ret}
 				}

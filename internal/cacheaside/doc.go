@@ -10,6 +10,9 @@
 // they delete the key with a raw command, as another tool would. Readers
 // call GetOrLoad with a loader that reads the source and takes a moment to
 // come back (a write may land meanwhile). Each history uses fresh keys.
+// With Config.NotFound the source also has absent keys (each key starts
+// absent; a removal makes it absent again, then Deletes the key), and the
+// loader reports an absent key with NotFound: a read can return "absent".
 //
 // # The model
 //
@@ -28,7 +31,11 @@
 //     times the calls were made and returned (time.Since of one base, so
 //     monotonic); no internal state of the cache is consulted.
 //   - A read that found nothing (a plain miss) is not a value and is not
-//     recorded; a GetOrLoad always returns a value.
+//     recorded; a GetOrLoad always returns a value, or, with
+//     Config.NotFound, "absent" (0) when the key is absent from the source:
+//     the loader says so with NotFound, and a cache that caches that answer
+//     (negative caching) must not serve it past a write that inserted the
+//     key (a removal writes 0).
 //   - Operations are paced by a ticker (Config.Pace) or back to back; the
 //     load's delay is the only pause inside an operation. A staleness bound
 //     δ is only tested by histories that last longer than δ.
