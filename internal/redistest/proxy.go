@@ -72,6 +72,8 @@ type proxyConn struct {
 	held    []heldChunk
 	ended   bool // the client side ended: close once held is empty
 	running bool // the forwarding goroutine runs
+	// replies holds the reply chunks DelayReplies delays.
+	replies replyQueue
 }
 
 // heldChunk is a request chunk Delay holds until due.
@@ -350,6 +352,8 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 				return
 			case !toClient && (pc.delay.Load() > 0 || pc.holding()):
 				pc.hold(buf[:n], time.Now().Add(time.Duration(pc.delay.Load())))
+			case toClient && pc.replies.delaying():
+				pc.holdReply(buf[:n])
 			default:
 				if _, err := dst.Write(buf[:n]); err != nil {
 					pc.end(false)
