@@ -146,14 +146,27 @@ type verdict struct {
 func check(cfg Config, h history, faults []Fault) verdict {
 	plain := operations(h, cfg.Fenced, nil)
 	v := verdict{needed: -1, ops: plain}
-	deltas := slices.Sorted(slices.Values(append(slices.Clone(ladder), cfg.Delta)))
-	for _, d := range slices.Compact(deltas) {
-		res := porcupine.CheckOperationsTimeout(cacheaside.Model(d), plain, checkTimeout)
-		if res == porcupine.Ok {
-			v.needed = d
-			break
-		}
+	// A larger δ admits more, so the least δ that passes is found by
+	// bisection: δ 0 first (most histories pass it), then the largest.
+	deltas := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ladder), cfg.Delta))))
+	passes := func(i int) bool {
+		res := porcupine.CheckOperationsTimeout(cacheaside.Model(deltas[i]), plain, checkTimeout)
 		v.undecided = v.undecided || res == porcupine.Unknown
+		return res == porcupine.Ok
+	}
+	switch last := len(deltas) - 1; {
+	case passes(0):
+		v.needed = 0
+	case passes(last):
+		lo, hi := 0, last // fails at lo, passes at hi
+		for hi-lo > 1 {
+			if mid := (lo + hi) / 2; passes(mid) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		v.needed = deltas[hi]
 	}
 	if v.needed < 0 || v.needed > cfg.Delta {
 		if loses := lossWindows(h, faults, cfg.LossWindow); len(loses) > 0 {
