@@ -33,7 +33,8 @@ var errLost = errors.New("timeout")
 // see 1 again (the delayed bytes landed). With the fence's bound the check
 // fails it; as porcupine would without the bound (a write that never
 // returned may take effect at any time), it passes. A failed write of a
-// client without a fence (the foreign writer) gets no bound.
+// client without a fence (the foreign writer) gets no bound; a failed Set
+// may land late (a Ghost), a failed DEL brings no value back.
 func TestSettleBoundsAnUnknownWrite(t *testing.T) {
 	t.Parallel()
 	h := history{end: 100 * ms, records: []record{
@@ -56,8 +57,12 @@ func TestSettleBoundsAnUnknownWrite(t *testing.T) {
 		t.Fatal("without the bound (no fence promised) the late landing must pass")
 	}
 	for _, op := range operations(h, true, nil) {
-		if in := op.Input.(cacheaside.Input); in.Key == "j" && in.Unknown && in.Bound != 0 {
-			t.Fatalf("the foreign writer's failed write got bound %d; it has no fence", in.Bound)
+		in := op.Input.(cacheaside.Input)
+		if in.Key == "j" && in.Unknown && (in.Bound != 0 || in.Ghost) {
+			t.Fatalf("the foreign writer's failed DEL got bound %d, ghost %v; it has no fence, and a late DEL brings no value back", in.Bound, in.Ghost)
+		}
+		if in.Key == "k" && in.Unknown && !in.Ghost {
+			t.Fatal("the failed Set is no Ghost: its late landing over another client's write would fail the check")
 		}
 	}
 }
