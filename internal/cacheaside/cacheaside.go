@@ -42,6 +42,51 @@ type Config struct {
 	Seed uint64
 }
 
+// Shape is the shape of a run's histories: Goroutines per history (spread
+// over the clients), Ops per goroutine, Keys per history, the loader's
+// pause after it read the source (at most MaxLoadDelay) and the interval
+// between two operations of a goroutine (Pace; 0: back to back). Run and
+// the nemesis schedule (internal/nemesis) share it.
+type Shape struct {
+	Goroutines, Ops, Keys int
+	MaxLoadDelay, Pace    time.Duration
+}
+
+// WithDefaults returns s with its zero fields at their defaults: 6
+// goroutines, 10 operations, 2 keys, 1 ms.
+func (s Shape) WithDefaults() Shape {
+	if s.Goroutines == 0 {
+		s.Goroutines = 6
+	}
+	if s.Ops == 0 {
+		s.Ops = 10
+	}
+	if s.Keys == 0 {
+		s.Keys = 2
+	}
+	if s.MaxLoadDelay == 0 {
+		s.MaxLoadDelay = time.Millisecond
+	}
+	return s
+}
+
+// Paced calls op s.Ops times, each on a tick of s.Pace (a time.Ticker: a
+// rate, not a wait), or back to back when s.Pace is 0.
+func (s Shape) Paced(op func()) {
+	var tick <-chan time.Time
+	if s.Pace > 0 {
+		t := time.NewTicker(s.Pace)
+		defer t.Stop()
+		tick = t.C
+	}
+	for range s.Ops {
+		if tick != nil {
+			<-tick
+		}
+		op()
+	}
+}
+
 // Result is the outcome of Run.
 type Result struct {
 	Histories, Operations int
@@ -221,18 +266,8 @@ func Run(ctx context.Context, cfg Config, n int) (Result, error) {
 	if len(cfg.Clients) == 0 {
 		return Result{}, fmt.Errorf("cacheaside: no clients")
 	}
-	if cfg.Goroutines == 0 {
-		cfg.Goroutines = 6
-	}
-	if cfg.Ops == 0 {
-		cfg.Ops = 10
-	}
-	if cfg.Keys == 0 {
-		cfg.Keys = 2
-	}
-	if cfg.MaxLoadDelay == 0 {
-		cfg.MaxLoadDelay = time.Millisecond
-	}
+	sh := Shape{cfg.Goroutines, cfg.Ops, cfg.Keys, cfg.MaxLoadDelay, cfg.Pace}.WithDefaults()
+	cfg.Goroutines, cfg.Ops, cfg.Keys, cfg.MaxLoadDelay = sh.Goroutines, sh.Ops, sh.Keys, sh.MaxLoadDelay
 	var res Result
 	model := Model(cfg.Delta)
 	for h := range n {
@@ -276,16 +311,7 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var tick <-chan time.Time
-			if cfg.Pace > 0 {
-				t := time.NewTicker(cfg.Pace)
-				defer t.Stop()
-				tick = t.C
-			}
-			for range cfg.Ops {
-				if tick != nil {
-					<-tick
-				}
+			Shape{Ops: cfg.Ops, Pace: cfg.Pace}.Paced(func() {
 				k := rng.IntN(cfg.Keys)
 				key := keys[k]
 				kind := rng.IntN(10)
@@ -332,7 +358,7 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 					ops = append(ops, op)
 				}
 				mu.Unlock()
-			}
+			})
 		}()
 	}
 	wg.Wait()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
@@ -114,7 +115,9 @@ func (s Schedule) Nemesis(tb testing.TB, target Target) func(ctx context.Context
 		inj := &injector{tb: tb, t: target, rng: rng, keys: keys}
 		var faults []Fault
 		for {
-			if !hold(ctx, s.Gap/2+time.Duration(rng.Int64N(int64(s.Gap/2)+1))) {
+			// The pause and each fault's duration are timers (ctxwait),
+			// not waits for a condition.
+			if !ctxwait.Sleep(ctx, s.Gap/2+time.Duration(rng.Int64N(int64(s.Gap/2)+1))) {
 				return faults
 			}
 			kind := s.Kinds[rng.IntN(len(s.Kinds))]
@@ -127,19 +130,6 @@ func (s Schedule) Nemesis(tb testing.TB, target Target) func(ctx context.Context
 				s.Count.Add(1)
 			}
 		}
-	}
-}
-
-// hold waits d, or until ctx ends (false): a fault's duration or the
-// pause between faults, not a wait for a condition.
-func hold(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
@@ -176,14 +166,14 @@ func (inj *injector) inject(ctx context.Context, kind Kind, d time.Duration) (no
 			p.DelayWhen(d, []byte(fmt.Sprintf("$%d\r\n%s\r\n", len(k), k)))
 			note = "the next connection to carry " + k
 		}
-		hold(ctx, d)
+		ctxwait.Sleep(ctx, d)
 		p.Delay(0)
 		p.DelayNext(0)
 		p.DelayWhen(0, []byte("\x00never\x00"))
 		return fmt.Sprintf("%v, %s", d.Round(time.Millisecond), note), false
 	case DelayReplies:
 		p.DelayReplies(d)
-		hold(ctx, d)
+		ctxwait.Sleep(ctx, d)
 		p.DelayReplies(0)
 		return fmt.Sprintf("%v, every open connection", d.Round(time.Millisecond)), false
 	case Reset:
@@ -194,22 +184,22 @@ func (inj *injector) inject(ctx context.Context, kind Kind, d time.Duration) (no
 			p.ResetMidReply()
 			note = "reset mid-reply"
 		}
-		hold(ctx, d)
+		ctxwait.Sleep(ctx, d)
 		p.Pass()
 		return fmt.Sprintf("%s for %v", note, d.Round(time.Millisecond)), false
 	case BlackHole:
 		p.BlackHole()
-		hold(ctx, d)
+		ctxwait.Sleep(ctx, d)
 		p.Pass()
 		return fmt.Sprintf("%v", d.Round(time.Millisecond)), false
 	case Pause:
 		srv.Pause()
-		hold(ctx, d)
+		ctxwait.Sleep(ctx, d)
 		srv.Resume()
 		return fmt.Sprintf("%v", d.Round(time.Millisecond)), false
 	case KillRestart:
 		srv.Kill()
-		hold(ctx, d)
+		ctxwait.Sleep(ctx, d)
 		srv.Restart()
 		inj.evictOn = false // the new process has the default configuration
 		return fmt.Sprintf("down %v", d.Round(time.Millisecond)), false
@@ -250,10 +240,9 @@ func (inj *injector) evict(ctx context.Context, d time.Duration) string {
 		}
 		inj.evictOn = true
 	}
-	info, err := redistest.DoBulk(addr, "INFO", "memory")
-	used, ok := infoField(info, "used_memory")
-	if err != nil || !ok {
-		return fmt.Sprintf("INFO memory: %v", err)
+	used, ok := redistest.InfoInt(addr, "memory", "used_memory")
+	if !ok {
+		return "INFO memory: no used_memory"
 	}
 	before := evicted(addr)
 	if _, err := redistest.Do(addr, "CONFIG", "SET", "maxmemory", strconv.FormatInt(used+128<<10, 10)); err != nil {
@@ -271,20 +260,8 @@ func (inj *injector) evict(ctx context.Context, d time.Duration) string {
 
 // evicted is the server's evicted_keys count.
 func evicted(addr string) int64 {
-	info, _ := redistest.DoBulk(addr, "INFO", "stats")
-	n, _ := infoField(info, "evicted_keys")
+	n, _ := redistest.InfoInt(addr, "stats", "evicted_keys")
 	return n
-}
-
-// infoField reads the integer field name of an INFO reply.
-func infoField(info, name string) (int64, bool) {
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 // failover forces a Sentinel failover and returns once the old master

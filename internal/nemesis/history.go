@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/cacheaside"
 )
 
 // Client is one cache of a history, in this process or another (Remote):
@@ -74,6 +76,11 @@ type Config struct {
 	// Artifacts, if not empty, is a directory where the porcupine
 	// visualisation of each failing history is written, named Name-N.html.
 	Artifacts, Name string
+}
+
+// shape is the shape of cfg's histories.
+func (cfg Config) shape() cacheaside.Shape {
+	return cacheaside.Shape{Goroutines: cfg.Goroutines, Ops: cfg.Ops, Keys: cfg.Keys, MaxLoadDelay: cfg.MaxLoadDelay, Pace: cfg.Pace}
 }
 
 // op kinds.
@@ -207,16 +214,7 @@ func runOne(ctx context.Context, cfg Config, h int, cur *running) history {
 		c := cfg.Clients[ci]
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(h)<<16|uint64(g)))
 		wg.Go(func() {
-			var tick <-chan time.Time
-			if cfg.Pace > 0 {
-				t := time.NewTicker(cfg.Pace)
-				defer t.Stop()
-				tick = t.C
-			}
-			for range cfg.Ops {
-				if tick != nil {
-					<-tick
-				}
+			cfg.shape().Paced(func() {
 				k := rng.IntN(cfg.Keys)
 				key := keys[k]
 				delay := time.Duration(rng.Int64N(int64(cfg.MaxLoadDelay)))
@@ -251,7 +249,7 @@ func runOne(ctx context.Context, cfg Config, h int, cur *running) history {
 				mu.Lock()
 				hist.records = append(hist.records, rec)
 				mu.Unlock()
-			}
+			})
 		})
 	}
 	wg.Wait()

@@ -201,18 +201,8 @@ func (r Result) TopErrors(n int) string {
 }
 
 func defaults(cfg *Config) {
-	if cfg.Goroutines == 0 {
-		cfg.Goroutines = 6
-	}
-	if cfg.Ops == 0 {
-		cfg.Ops = 10
-	}
-	if cfg.Keys == 0 {
-		cfg.Keys = 2
-	}
-	if cfg.MaxLoadDelay == 0 {
-		cfg.MaxLoadDelay = time.Millisecond
-	}
+	sh := cfg.shape().WithDefaults()
+	cfg.Goroutines, cfg.Ops, cfg.Keys, cfg.MaxLoadDelay = sh.Goroutines, sh.Ops, sh.Keys, sh.MaxLoadDelay
 	if cfg.OpTimeout == 0 {
 		cfg.OpTimeout = 5 * time.Second
 	}
