@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/internal/nemesis"
@@ -211,5 +212,49 @@ func TestNemesis(t *testing.T) {
 			}
 			runNemesis(t, r)
 		})
+	}
+}
+
+// Under -short (no redis-server) the proxy kinds run against miniredis:
+// 50 histories, a fault every 0.25-0.5 s. miniredis kills no client, so
+// the Clients cannot fence, and the check holds a failed write to nothing
+// (Config.Fenced false): it may land at any later time.
+func TestNemesisShort(t *testing.T) {
+	t.Parallel()
+	if !testing.Short() {
+		t.Skip("without -short, TestNemesis runs on real redis-servers")
+	}
+	mr := miniredis.RunT(t)
+	proxy := redistest.StartProxy(t, mr.Addr())
+	var clients []nemesis.Client
+	for range 2 {
+		o := nemesisOptions("noL1")
+		o.RedisURL = proxy.URL()
+		clients = append(clients, nemesisClient{asideClient{newClient(t, o)}})
+	}
+	clients = append(clients, nemesis.StartChild(t, nemesisChildEnv, "noL1 "+proxy.URL()))
+	res, err := nemesis.Run(bg, nemesis.Config{
+		Clients: clients,
+		Foreign: func(_ context.Context, key string, set bool) error {
+			if set {
+				return mr.Set(key, "another SDK's entry")
+			}
+			mr.Del(key)
+			return nil
+		},
+		Pace:     50 * time.Millisecond,
+		Parallel: 8,
+		Seed:     7,
+		Nemesis:  nemesis.Schedule{Kinds: nemesis.ProxyKinds, Gap: 500 * time.Millisecond, Seed: 7}.Nemesis(t, nemesis.Target{Proxy: proxy}),
+	}, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if res.Failed != 0 || res.CanaryMisses != 0 || res.Canaries == 0 {
+		for _, l := range res.Listings {
+			t.Log(l)
+		}
+		t.Fatalf("%d of %d histories not linearizable; %d of %d planted stale reads accepted", res.Failed, res.Histories, res.CanaryMisses, res.Canaries)
 	}
 }
