@@ -283,8 +283,12 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		for j, i := range pending {
 			tickets[j] = c.ticket(keys[i])
 		}
-		states, entries, lefts, errs := c.acquireMany(ctx, pick(fulls, pending), pick(leases, pending), pick(replace, pending))
+		// Before the scripts are sent: an entry one of them finds was
+		// current when Redis ran it, at this time or later (taken after the
+		// reply, a Delete that returned meanwhile would go unseen by a caller
+		// joining the flight after it).
 		acquireAt := time.Now()
+		states, entries, lefts, errs := c.acquireMany(ctx, pick(fulls, pending), pick(leases, pending), pick(replace, pending))
 		var again []int
 		for j, i := range pending {
 			k := keys[i]

@@ -20,10 +20,25 @@
 // sets it; a read must return the value the register holds at some point
 // of the read's interval, or, with a staleness bound δ > 0, a value it held
 // within δ before the read began: a value overwritten by a write that
-// returned at time w may still be read by a read that began before w + δ.
-// δ = 0 is strict linearizability (a cache with no L1, or an L1 that every
-// write reaches synchronously); δ > 0 admits an L1 whose invalidation is
-// asynchronous, δ being the documented bound of that invalidation.
+// returned at time w (or by any later write) may still be read by a read
+// that began before w + δ. δ = 0 is linearizability of the cache-aside
+// write, which is two steps (the source, then the cache): while a write
+// runs, a read that loads from the source may see the new value and one
+// that hits the cache the old one, in either order; once it has returned,
+// no read that begins sees the value it replaced. It is what a cache with
+// no L1 (or an L1 every write reaches synchronously) gives; δ > 0 admits
+// an L1 whose invalidation is asynchronous, δ being the documented bound
+// of that invalidation.
+//
+// A write whose cache call failed (Input.Unknown) is modelled as porcupine
+// models an operation that never returned: it may take effect at any point
+// after its call, or never. When the writing client fences failed
+// connections, Bound forbids it to take effect after the first write of
+// its key that the fence orders after it. An unknown write that stores its
+// value (Ghost) may land after later writes of other clients: its value
+// may be read again after them, until its Bound. A write in a window where the
+// server may lose acknowledged writes (a failover) is Losable: the value
+// it replaced may be read again until a write outside such a window.
 //
 // # Invariants
 //
