@@ -29,6 +29,9 @@ var srv *redisserver.Server
 var keySeq atomic.Uint64
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(nemesisChildEnv); spec != "" {
+		os.Exit(nemesisChild(spec)) // a client of a nemesis run in another process
+	}
 	flag.Parse()
 	needRedis := !testing.Short()
 	if needRedis {

@@ -13,7 +13,9 @@ import (
 )
 
 // MGet returns the values cached under keys, decoded as T, in a map keyed
-// by the caller's keys; missing keys are absent. Under Reliability.FailOpen,
+// by the caller's keys; missing keys are absent, and so are keys whose
+// entry is a negative entry (a cached "not found", Options.NegativeTTL),
+// with no error. Under Reliability.FailOpen,
 // when Redis fails (for every key, or on a cluster for some slots' keys),
 // MGet returns the values it did read and an error matching *MissError
 // (and ErrNotFound) for the rest, as Get does. L1 is consulted first and
@@ -28,19 +30,30 @@ import (
 // the other values are still returned.
 func MGet[T any](ctx context.Context, c *Client, keys []string) (map[string]T, error) {
 	ctx, oc := c.obs.Begin(ctx, observe.OpMGet, "", len(keys))
-	out, r, err := mgetAs[T](ctx, c, c.names.Locals(keys))
+	out, r, err := mgetAs[T](ctx, c, c.names.Locals(keys), nil)
 	c.obs.End(ctx, oc, r, err)
 	return names.AppKeys(c.names, keys, out), err
 }
 
-// mgetAs is MGet without observing the operation. Its result's tier is L1
+// mgetAs is MGet without observing the operation; the keys found cached
+// as "not found" go into negs (when not nil). Its result's tier is L1
 // when L1 answered every key, else the last tier asked: L2 when there is
 // one.
-func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T, observe.Result, error) {
+func mgetAs[T any](ctx context.Context, c *Client, keys []string, negs map[string]bool) (map[string]T, observe.Result, error) {
 	out := make(map[string]T, len(keys))
 	r := observe.Result{Tier: observe.L1}
-	l1Hits := 0
+	l1Hits, negative := 0, 0
 	absorbed, err := c.mget(ctx, keys, func(key string, payload []byte, tier Tier) error {
+		if payload == nil { // a negative entry
+			negative++
+			if negs != nil {
+				negs[key] = true
+			}
+			if tier == TierL1 {
+				l1Hits++
+			}
+			return nil
+		}
 		var v T
 		if err := c.decode(payload, &v); err != nil {
 			return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err}
@@ -65,13 +78,16 @@ func mgetAs[T any](ctx context.Context, c *Client, keys []string) (map[string]T,
 		r.Out = observe.Degraded
 		err = errors.Join(err, &MissError{Err: absorbed})
 	case err != nil:
+	case len(out) == 0 && negative > 0:
+		r.Out = observe.NegativeHit
 	case len(out) == 0 && len(keys) > 0:
 		r.Out = observe.Miss
 	}
 	return out, r, err
 }
 
-// mget resolves keys and calls found for each opened entry. It reads
+// mget resolves keys and calls found for each opened entry, and with a nil
+// payload for each negative entry. It reads
 // through the same fromL1/fromL2 steps as Get, so an MGet backfill is
 // bounded by each entry's remaining TTL in Redis, like a Get's. absorbed
 // is the Redis failure FailOpen turned into misses (nil when none): every
@@ -91,6 +107,9 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 	for _, key := range keys {
 		if c.l1 != nil {
 			payload, hit, err := c.fromL1(ctx, s, key)
+			if isNegativeHit(err) {
+				payload, err = nil, nil // found with a nil payload, below
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -160,10 +179,14 @@ func (c *Client) mget(ctx context.Context, keys []string, found func(key string,
 			continue
 		}
 		payload, err := c.fromL2(ctx, s, key, stored, ttls[i], tickets[i])
-		if errors.Is(err, ErrClosed) {
+		switch {
+		case errors.Is(err, ErrClosed):
 			return nil, err
-		}
-		if err == nil {
+		case err == ErrNotFound: // a negative entry that lapsed
+			continue
+		case isNegativeHit(err):
+			err = found(key, nil, TierL2)
+		case err == nil:
 			err = found(key, payload, TierL2)
 		}
 		if err != nil {

@@ -37,6 +37,7 @@ type Client struct {
 	defaultTTL  time.Duration
 	leaseTTL    time.Duration // Options.LeaseTTL, defaulted
 	fleetWait   bool          // Options.FleetSingleFlight
+	negTTL      time.Duration // Options.NegativeTTL, normalized; 0: off
 	loadTimeout time.Duration
 	// maxValue bounds encoded values (Options.MaxValueBytes); limits is the
 	// read path's decode bound built from it.
@@ -133,6 +134,9 @@ func New(opts Options) (*Client, error) {
 	if _, err := protocol.NormalizeTTL(c.defaultTTL); err != nil {
 		return nil, configErr("DefaultTTL: " + err.Error())
 	}
+	if opts.NegativeTTL > 0 {
+		c.negTTL, _ = protocol.NormalizeTTL(opts.NegativeTTL) // within (0, MaxNegativeTTL]: validated
+	}
 	c.maxEntry = c.maxValue + c.maxValue/255 + maxEntryOverhead
 	c.large = chunked.NewSlots(opts.LargeValueConcurrency, LargeValueBytes, opts.UnboundedLargeValues)
 	c.limits = protocol.DecodeLimits{MaxDepth: protocol.DefaultMaxDepth, MaxBytes: c.maxValue}
@@ -172,7 +176,8 @@ func (c *Client) build(opts Options) error {
 		}
 	}
 	if opts.L1MaxBytes > 0 {
-		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock})
+		cache, err := l1.New(l1.Config{MaxBytes: opts.L1MaxBytes, TTLJitter: opts.L1TTLJitter, Clock: opts.Clock,
+			Absent: l2.IsNegative})
 		if err != nil {
 			return err
 		}

@@ -9,8 +9,9 @@ import (
 )
 
 // SetIfAbsent stores value under key for ttl only if key is not cached
-// (Redis SET NX; in L1-only mode, not in L1), and reports whether it stored
-// it. When it did, L1 takes the value as SetWithTTL's does (dropped instead
+// (Redis SET NX; in L1-only mode, not in L1; a lease or a negative entry,
+// a cached "not found", counts as not cached), and reports whether it
+// stored it. When it did, L1 takes the value as SetWithTTL's does (dropped instead
 // if another write, delete or invalidation of key overlapped); when it did
 // not, nothing changes. Reliability.FailOpen does not absorb its errors: a
 // caller deciding on stored must not be handed a guess. A key that already
@@ -27,7 +28,8 @@ func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl tim
 }
 
 // SetIfPresent stores value under key for ttl only if key is cached
-// (Redis SET XX; in L1-only mode, in L1), and reports whether it stored it.
+// (Redis SET XX; in L1-only mode, in L1; a lease or a negative entry is
+// not cached), and reports whether it stored it.
 // L1 and errors are as for SetIfAbsent; when Redis does not hold key, this
 // process's L1 drops it too.
 func (c *Client) SetIfPresent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {

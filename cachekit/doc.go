@@ -42,6 +42,14 @@
 //     ErrAuthFailed or a *FormatError (the structural guard's own error for
 //     a payload the decode bounds refuse), counted in Stats and never
 //     degraded by FailOpen; GetOrLoad loads a replacement.
+//   - Absence is data (Options.NegativeTTL, off by default): a loader's
+//     "not found" is cached as a negative entry that lands as a value does
+//     (under the load's lease: an insert made while the loader ran wins),
+//     is replaced by every write of the key and dropped from L1 by
+//     invalidation, and with encryption is sealed, bound to its key and
+//     tenant, and carries a sealed not-after: one forged, copied or
+//     replayed in Redis reads as an entry that cannot be opened, never as
+//     "not found" (a *NegativeHitError) nor as a value.
 //   - TTLs are checked before any I/O: zero and negative TTLs and TTLs over
 //     30 days are rejected with ErrInvalidTTL; sub-second TTLs round up to 1s.
 //   - Logs never contain key material, values, raw cache keys or the text
@@ -61,7 +69,9 @@
 //
 // Redis (and whoever can read or write it) is not trusted with values: it
 // sees key names (opaque under a name key, below), sizes and timing, but
-// values are confidential and tamper-evident. The process holding the master key is trusted: the Client's own
+// values are confidential and tamper-evident, and so is a cached "not
+// found" (a negative entry; without encryption it is bound to its key but
+// can be forged by whoever can write Redis, as a plaintext value can). The process holding the master key is trusted: the Client's own
 // copies of raw key bytes are zeroed once the keys are derived (the slice in
 // Options.Encryption is the caller's: clear it after New if you want it
 // gone), and Close makes the derived keys

@@ -72,6 +72,36 @@ func ExampleMGetOrLoad() {
 	// <nil>
 }
 
+// NegativeTTL caches a loader's "not found": the next GetOrLoad answers
+// from the cache (a *NegativeHitError, which matches ErrNotFound) without
+// asking the database, until the TTL ends or a write of the key replaces it.
+func ExampleOptions_negativeTTL() {
+	opts := cachekit.Minimal()
+	opts.NegativeTTL = 30 * time.Second
+	client, mr := withMiniredis(opts)
+	defer mr.Close()
+	defer client.Close()
+	ctx := context.Background()
+	lookups := 0
+	findUser := func(context.Context) (string, error) {
+		lookups++
+		return "", cachekit.ErrNotFound // no such user in the database
+	}
+	for range 3 {
+		_, err := cachekit.GetOrLoad(ctx, client, "user:404", findUser)
+		var hit *cachekit.NegativeHitError
+		fmt.Println(errors.Is(err, cachekit.ErrNotFound), errors.As(err, &hit))
+	}
+	_ = client.Set(ctx, "user:404", "Barbara") // the user signs up
+	name, err := cachekit.GetOrLoad(ctx, client, "user:404", findUser)
+	fmt.Println(name, err, "lookups:", lookups)
+	// Output:
+	// true false
+	// true true
+	// true true
+	// Barbara <nil> lookups: 1
+}
+
 // SetIfAbsent stores only when the key is not cached: an idempotency
 // marker, a first-writer-wins claim.
 func ExampleClient_SetIfAbsent() {

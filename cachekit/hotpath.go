@@ -122,6 +122,9 @@ func (c *Client) loadTTL(ctx context.Context, s *scratch, key string, withTTL bo
 
 // fromL1 opens key's L1 entry. hit is false on a miss; an entry that fails
 // to open is dropped and the read falls through to L2 (hit false, err nil).
+// A negative entry, which the value's open refuses, is a hit whose error
+// is a *NegativeHitError (or dropped like a failed entry, when it no
+// longer opens as one).
 func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []byte, hit bool, err error) {
 	stored, ok := c.l1.Get(key)
 	if !ok {
@@ -138,8 +141,23 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 		}
 		return payload, true, nil
 	}
+	return c.l1OpenFailed(ctx, s, key, stored, err)
+}
+
+// l1OpenFailed is fromL1 for stored, key's L1 entry, which the value's
+// open refused with err (off the hit path): a negative entry is read as
+// one; any other entry is counted, evicted and warned about, and the read
+// falls through to L2.
+func (c *Client) l1OpenFailed(ctx context.Context, s *scratch, key string, stored []byte, err error) ([]byte, bool, error) {
 	if notTheEntry(ctx, err) {
 		return nil, false, err
+	}
+	if l2.IsNegative(stored) {
+		if err = c.readNegative(ctx, s, TierL1, key, stored, 0, ticket{}); isNegativeHit(err) || notTheEntry(ctx, err) {
+			return nil, err != nil, err
+		}
+		c.l1.Delete(key) // lapsed, or not one: Redis decides
+		return nil, false, nil
 	}
 	c.openFailed(ctx, TierL1, err)
 	c.l1.Delete(key)
@@ -153,8 +171,12 @@ func (c *Client) fromL1(ctx context.Context, s *scratch, key string) (payload []
 // nothing wrote, deleted or invalidated key since t was taken. Get, MGet
 // and GetOrLoad all read Redis entries through here. An entry that does
 // not open is a miss (IOP-24): counted, warned about and returned as an
-// Unopenable *EntryError, which matches ErrNotFound.
+// Unopenable *EntryError, which matches ErrNotFound. A negative entry is
+// read by readNegative: a *NegativeHitError (backfilled the same way).
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
+	if l2.IsNegative(stored) {
+		return nil, c.readNegative(ctx, s, TierL2, key, stored, ttl, t)
+	}
 	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
 		if notTheEntry(ctx, err) {

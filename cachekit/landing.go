@@ -1,12 +1,14 @@
 package cachekit
 
 // The landing path. Every value a loader returns (GetOrLoad's, an SWR
-// refresh's, an MGetOrLoad batch's) reaches Redis and L1 here and nowhere
-// else: land seals it, takes the key's ticket, stores it by its fill (the
-// conditional write its load earned), admits it to L1 and counts what
-// happened; landBatch does the same for a batch in one pipelined round
-// trip. A new way of storing a loaded value is a new fill kind: its l2
-// call and the reading of its answer, in fillL2 and fillMany.
+// refresh's, an MGetOrLoad batch's), and every "not found" a Client with
+// Options.NegativeTTL caches (an absence, sealed as a negative entry:
+// negative.go), reaches Redis and L1 here and nowhere else: land seals it,
+// takes the key's ticket, stores it by its fill (the conditional write its
+// load earned), admits it to L1 and counts what happened; landBatch does
+// the same for a batch in one pipelined round trip. A new way of storing a
+// loaded value is a new fill kind: its l2 call and the reading of its
+// answer, in fillL2 and fillMany.
 
 import (
 	"context"
@@ -59,9 +61,10 @@ const (
 	landFailed                // it could not be sealed or stored: warned, not cached
 )
 
-// land stores v, loaded for key, for ttl by f: sealed, written to Redis by
-// f's kind, then to L1 through the ticket taken before the write (as Set
-// does), and SWR told of its expiry (tracking the key when track). It
+// land stores v, loaded for key, for ttl by f: sealed (an absence as a
+// negative entry), written to Redis by f's kind, then to L1 through the
+// ticket taken before the write (as Set does), and SWR told of its expiry
+// (tracking the key when track; never a negative entry). It
 // reports what became of it, and the time just before the write left (when
 // v was last known current). A lease fill's lease is released when the
 // value cannot be stored. The error says why it could not be sealed or
@@ -69,10 +72,11 @@ const (
 // and its callers still get v; a refresh reports it.
 func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration, f fill, track bool) (landing, time.Time, error) {
 	ttl, err := normalizeTTL(ttl)
-	var stored []byte
+	stored, neg := []byte(nil), false
 	if err == nil {
-		stored, err = c.sealValue(ctx, key, v)
+		stored, neg, err = c.sealLoaded(ctx, key, v, ttl)
 	}
+	track = track && !neg
 	if err != nil {
 		f.renewer.stop()
 		if f.kind == fillLease {
@@ -104,6 +108,17 @@ func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration,
 	}
 	c.accepted(key, t, stored, ttl, track)
 	return landStored, at, nil
+}
+
+// sealLoaded seals what a load returned for key: a value as Set seals it,
+// an absence as a negative entry living ttl (neg true).
+func (c *Client) sealLoaded(ctx context.Context, key string, v any, ttl time.Duration) (stored []byte, neg bool, err error) {
+	if _, neg = v.(absence); neg {
+		stored, err = c.sealNegative(ctx, key, ttl)
+	} else {
+		stored, err = c.sealValue(ctx, key, v)
+	}
+	return stored, neg, err
 }
 
 // loadStoreFailed is what a load returns for err, land's failure to seal
@@ -140,15 +155,16 @@ func (c *Client) fillL2(ctx context.Context, key string, stored []byte, ttl time
 	return ok, err
 }
 
-// batchItem is one loaded value of a batch and how it may be stored.
+// batchItem is one loaded value of a batch (or an absence: a key the
+// loader left out, cached as not found) and how it may be stored.
 type batchItem struct {
 	key   string
 	v     any
 	lease string // fillLease's lease; "" in a fillAbsent batch
 }
 
-// landBatch stores a batch's loaded values for ttl in one pipelined round
-// trip: each item while its key still holds its lease (kind fillLease), or
+// landBatch stores a batch's loaded values for ttl (its absences for
+// Options.NegativeTTL) in one pipelined round trip: each item while its key still holds its lease (kind fillLease), or
 // only where its key holds nothing (fillAbsent, interop mode), or plainly
 // in L1-only mode; then L1 as land does (batches are not tracked by SWR).
 // It returns, per item, what became of it and when its value was last
@@ -165,8 +181,12 @@ func (c *Client) landBatch(ctx context.Context, items []batchItem, ttl time.Dura
 	size := 0
 	for i, it := range items {
 		var stored []byte
+		itemTTL := ttl
+		if _, neg := it.v.(absence); neg {
+			itemTTL = c.negTTL
+		}
 		if err == nil {
-			stored, err = c.sealValue(ctx, it.key, it.v)
+			stored, _, err = c.sealLoaded(ctx, it.key, it.v, itemTTL)
 		}
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
@@ -177,7 +197,7 @@ func (c *Client) landBatch(ctx context.Context, items []batchItem, ttl time.Dura
 			out[i], err = landFailed, nil
 			continue
 		}
-		batch = append(batch, l2.Item{Key: c.fullKey(it.key), Value: stored, TTL: ttl})
+		batch = append(batch, l2.Item{Key: c.fullKey(it.key), Value: stored, TTL: itemTTL})
 		leases, at = append(leases, it.lease), append(at, i)
 		size += len(stored)
 	}
@@ -209,7 +229,7 @@ func (c *Client) landBatch(ctx context.Context, items []batchItem, ttl time.Dura
 			out[i] = landLost
 		default:
 			out[i], ats[i] = landStored, sent
-			c.accepted(it.key, tickets[j], batch[j].Value, ttl, false)
+			c.accepted(it.key, tickets[j], batch[j].Value, batch[j].TTL, false)
 		}
 	}
 	if kind == fillAbsent {

@@ -84,6 +84,9 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			if err == nil {
 				return leased{v: v, at: at}, nil
 			}
+			if c.negTTL > 0 && isNegativeHit(err) { // another load's cached "not found"
+				return leased{v: absence{err}, at: at}, nil
+			}
 			if !loadable(err) || replace != "" {
 				return nil, err
 			}
@@ -136,25 +139,30 @@ func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, 
 }
 
 // holdAndLoad runs the loader while holding lease on full (renewing it
-// every LeaseTTL/3 until its fill has answered), then lands the value
-// while the lease holds. A loader error gives the key back at once.
+// every LeaseTTL/3 until its fill has answered), then lands the value (or
+// the loader's "not found", when this Client caches negatives) while the
+// lease holds. A loader error gives the key back at once.
 func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
 	r := c.keepLeases(ctx, []string{full}, []string{lease})
 	started := time.Now()
 	v, ttl, err := runLoader(ctx, c, load, ttl)
+	var val any = v
 	if err != nil {
-		r.stop()
-		c.releaseLease(ctx, full, lease)
-		return nil, err
+		if !c.cachesAbsence(err) {
+			r.stop()
+			c.releaseLease(ctx, full, lease)
+			return nil, err
+		}
+		val = absence{err}
 	}
-	out, at, err := c.land(ctx, key, v, ttl, fill{kind: fillLease, lease: lease, renewer: r}, true)
+	out, at, err := c.land(ctx, key, val, ttl, fill{kind: fillLease, lease: lease, renewer: r}, true)
 	switch err = c.loadStoreFailed(key, err); {
 	case err != nil:
 		return nil, err
 	case out == landStored:
-		return leased{v: v, at: at}, nil
+		return leased{v: val, at: at}, nil
 	default: // not stored: current when the loader started
-		return leased{v: v, at: started}, nil
+		return leased{v: val, at: started}, nil
 	}
 }
 
@@ -171,22 +179,31 @@ type leased struct {
 
 // flightValue reads a flight's result as a T (false: another caller loaded
 // the key as another type), with the time it was last known current (zero
-// for a value without one: loaded in L1-only or interop mode).
-func flightValue[T any](res any) (v T, at time.Time, ok bool) {
+// for a value without one: loaded in L1-only or interop mode). A cached
+// "not found" (absence) is no T: gone is the loader's error, for the
+// callers.
+func flightValue[T any](res any) (v T, at time.Time, ok bool, gone error) {
 	if lr, isLeased := res.(leased); isLeased {
 		res, at = lr.v, lr.at
 	}
+	if a, isAbsent := res.(absence); isAbsent {
+		return v, at, false, a.err
+	}
 	v, ok = res.(T)
-	return v, at, ok
+	return v, at, ok, nil
 }
 
-// loadUnstored runs the loader and returns its value without storing it:
-// under FailOpen with Redis failing, when Redis refuses a lease, or while
-// another Client holds the key's lease and this one does not wait for it.
+// loadUnstored runs the loader and returns its value (or its "not found",
+// when this Client caches negatives) without storing it: under FailOpen
+// with Redis failing, when Redis refuses a lease, or while another Client
+// holds the key's lease and this one does not wait for it.
 func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
 	started := time.Now()
 	v, _, err := runLoader(ctx, c, load, ttl)
-	if err != nil {
+	switch {
+	case err != nil && c.cachesAbsence(err):
+		return leased{v: absence{err}, at: started}, nil
+	case err != nil:
 		return nil, err
 	}
 	return leased{v: v, at: started}, nil
@@ -266,8 +283,12 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 		for j, i := range pending {
 			tickets[j] = c.ticket(keys[i])
 		}
-		states, entries, lefts, errs := c.acquireMany(ctx, pick(fulls, pending), pick(leases, pending), pick(replace, pending))
+		// Before the scripts are sent: an entry one of them finds was
+		// current when Redis ran it, at this time or later (taken after the
+		// reply, a Delete that returned meanwhile would go unseen by a caller
+		// joining the flight after it).
 		acquireAt := time.Now()
+		states, entries, lefts, errs := c.acquireMany(ctx, pick(fulls, pending), pick(leases, pending), pick(replace, pending))
 		var again []int
 		for j, i := range pending {
 			k := keys[i]
@@ -278,6 +299,10 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 				v, err := openFound[T](ctx, c, k, entries[j], lefts[j], tickets[j])
 				if err == nil {
 					res[k] = leased{v: v, at: acquireAt}
+					continue
+				}
+				if c.negTTL > 0 && isNegativeHit(err) { // cached "not found"
+					res[k] = leased{v: absence{err}, at: acquireAt}
 					continue
 				}
 				if pass == 0 && loadable(err) { // replace what cannot be opened
@@ -309,12 +334,14 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	for _, k := range load {
 		if v, ok := vals[k]; ok {
 			res[k] = leased{v: v, at: started} // until its store succeeds, below
+		} else if c.negTTL > 0 { // left out by the loader: not found, cached
+			res[k] = leased{v: absence{ErrNotFound}, at: started}
 		}
 	}
 	var items []batchItem
 	for _, i := range mine {
-		if v, ok := vals[keys[i]]; ok {
-			items = append(items, batchItem{key: keys[i], v: v, lease: leases[i]})
+		if lr, ok := res[keys[i]].(leased); ok {
+			items = append(items, batchItem{key: keys[i], v: lr.v, lease: leases[i]})
 		} else { // left out by the loader: nothing to cache, give the key back
 			c.releaseLease(ctx, fulls[i], leases[i])
 		}

@@ -70,26 +70,13 @@ func TestLeaseLoadNeverOverwritesAWrite(t *testing.T) {
 		for name, w := range writers {
 			t.Run(mode+"/"+name, func(t *testing.T) {
 				t.Parallel()
-				_, raw := withRedis(t)
-				o := opts
-				o.Redis = raw
-				a, b := newClient(t, o), newClient(t, o)
-				started, release := make(chan struct{}), make(chan struct{})
-				r := async(func() error {
+				a, b, raw := loadRace(t, opts, func(a *Client, started chan<- struct{}, release <-chan struct{}) error {
 					v, err := GetOrLoadTTL(bg, a, "k", time.Minute, heldLoader("old", started, release))
 					if err == nil && v != "old" {
 						err = fmt.Errorf("the loading caller got %q, want its own value", v)
 					}
 					return err
-				})
-				<-started
-				if err := w.write(a, b, raw); err != nil {
-					t.Fatal(err)
-				}
-				close(release)
-				if err := <-r; err != nil {
-					t.Fatal(err)
-				}
+				}, w.write)
 				if n := a.Stats().LeasesLost; n != 1 {
 					t.Fatalf("LeasesLost = %d, want 1", n)
 				}
@@ -98,6 +85,29 @@ func TestLeaseLoadNeverOverwritesAWrite(t *testing.T) {
 			})
 		}
 	}
+}
+
+// loadRace runs one load race: two Clients of opts on a fresh Redis; load
+// (a load of a's, whose loader reports on started and waits for release)
+// runs while write writes; it returns once the load has returned, failing
+// the test on its error or the writer's.
+func loadRace(t *testing.T, opts Options, load func(a *Client, started chan<- struct{}, release <-chan struct{}) error,
+	write func(a, b *Client, raw *redis.Client) error) (a, b *Client, raw *redis.Client) {
+	t.Helper()
+	_, raw = withRedis(t)
+	opts.Redis = raw
+	a, b = newClient(t, opts), newClient(t, opts)
+	started, release := make(chan struct{}), make(chan struct{})
+	r := async(func() error { return load(a, started, release) })
+	<-started
+	if err := write(a, b, raw); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-r; err != nil {
+		t.Fatal(err)
+	}
+	return a, b, raw
 }
 
 // A foreign SET of bytes this SDK cannot read stays as it is.
@@ -146,18 +156,7 @@ func TestLeaseReadsAsAbsent(t *testing.T) {
 	if m, err := MGet[string](bg, b, []string{"k"}); err != nil || len(m) != 0 {
 		t.Fatalf("MGet = %v, %v", m, err)
 	}
-	if ok, err := b.Exists(bg, "k"); ok || err != nil {
-		t.Fatalf("Exists = %v, %v", ok, err)
-	}
-	if _, err := b.TTL(bg, "k"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("TTL = %v", err)
-	}
-	if err := b.Touch(bg, "k", time.Hour); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Touch = %v", err)
-	}
-	if ok, err := b.SetIfPresent(bg, "k", "x", time.Minute); ok || err != nil {
-		t.Fatalf("SetIfPresent = %v, %v", ok, err)
-	}
+	mustBeAbsentToPresence(t, b, "k")
 	if v, _ := raw.Get(bg, "k").Bytes(); !l2.IsLease(v) {
 		t.Fatal("a read or refused write replaced the lease")
 	}
@@ -166,6 +165,26 @@ func TestLeaseReadsAsAbsent(t *testing.T) {
 	}
 	if n, _ := raw.Exists(bg, "k").Result(); n != 0 {
 		t.Fatal("Delete left the lease")
+	}
+}
+
+// mustBeAbsentToPresence fails unless the commands that answer from key's
+// presence see none: Exists false, TTL and Touch ErrNotFound, SetIfPresent
+// storing nothing (as for a key holding a placeholder: a lease, a negative
+// entry).
+func mustBeAbsentToPresence(t *testing.T, c *Client, key string) {
+	t.Helper()
+	if ok, err := c.Exists(bg, key); ok || err != nil {
+		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+	if _, err := c.TTL(bg, key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("TTL = %v", err)
+	}
+	if err := c.Touch(bg, key, time.Hour); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Touch = %v", err)
+	}
+	if ok, err := c.SetIfPresent(bg, key, "x", time.Minute); ok || err != nil {
+		t.Fatalf("SetIfPresent = %v, %v", ok, err)
 	}
 }
 

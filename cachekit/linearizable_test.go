@@ -2,6 +2,7 @@ package cachekit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -21,15 +22,22 @@ func (a asideClient) Set(ctx context.Context, key string, v int) error { return 
 
 // asideBatch reads with MGetOrLoad of the one key instead, so its loads
 // share flights with the GetOrLoads of the other clients' goroutines in
-// this process.
+// this process. A key the source lacks is left out of the loader's map,
+// and read as ErrNotFound.
 type asideBatch struct{ asideClient }
 
 func (a asideBatch) GetOrLoad(ctx context.Context, key string, load func(context.Context) (int, error)) (int, error) {
 	m, err := MGetOrLoad(ctx, a.c, []string{key}, func(ctx context.Context, keys []string) (map[string]int, error) {
 		v, err := load(ctx)
+		if errors.Is(err, ErrNotFound) {
+			return map[string]int{}, nil // not found: left out
+		}
 		return map[string]int{key: v}, err
 	})
-	return m[key], err
+	if v, ok := m[key]; ok || err != nil {
+		return v, err
+	}
+	return 0, ErrNotFound
 }
 func (a asideClient) Delete(ctx context.Context, key string) error { return a.c.Delete(ctx, key) }
 
@@ -70,8 +78,11 @@ func TestLinearizableCacheAsideShort(t *testing.T) {
 // linearizable within the invalidation bound with L1 and invalidation
 // (Production's coherence), also when Redis refuses tracking (the
 // fallback: cachekit writers are bounded by their announcements' delivery,
-// the raw DEL by FallbackL1Lifetime, both set within δ). bench/ runs the
-// same check over 1,000.
+// the raw DEL by FallbackL1Lifetime, both set within δ). The "negative"
+// modes add absent keys (the source starts without them, a third of the
+// writers remove them) and cache the loaders' "not found"
+// (NegativeTTL): a read that returns ErrNotFound reads "absent", which no
+// read may see past an insert. bench/ runs the same check over 1,000.
 func TestLinearizableCacheAside(t *testing.T) {
 	// Not parallel with the package's other tests: δ is a timing bound,
 	// checked away from their load (its modes still run side by side). In
@@ -83,6 +94,9 @@ func TestLinearizableCacheAside(t *testing.T) {
 		batch  bool // one Client's two goroutines read with MGetOrLoad
 		refuse bool // Redis refuses CLIENT TRACKING
 	}{
+		"noL1/strict/negative": {Options{Encryption: encConfig(""), FleetSingleFlight: true, NegativeTTL: time.Minute}, 0, true, false},
+		"l1+invalidation/delta/negative": {Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{},
+			FleetSingleFlight: true, NegativeTTL: time.Minute}, linearizabilityDelta, false, false},
 		"noL1/strict/batch":     {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0, true, false},
 		"noL1/strict":           {Options{Encryption: encConfig(""), FleetSingleFlight: true}, 0, false, false},
 		"l1+invalidation/delta": {Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), Invalidation: &Invalidation{}, FleetSingleFlight: true}, linearizabilityDelta, false, false},
@@ -97,10 +111,16 @@ func TestLinearizableCacheAside(t *testing.T) {
 				refuseTracking(t, srv.Addr(), false)
 			}
 			var clients []cacheaside.Cache
+			var negativeHits func() uint64
 			for i := range 3 {
 				o := m.opts
 				o.Redis = raw
 				c := asideClient{newClient(t, o)}
+				if prev := negativeHits; prev != nil {
+					negativeHits = func() uint64 { return prev() + c.c.Stats().NegativeHits }
+				} else {
+					negativeHits = func() uint64 { return c.c.Stats().NegativeHits }
+				}
 				if m.batch && i == 0 {
 					clients = append(clients, c, asideBatch{c}) // the same Client, both ways
 					continue
@@ -113,6 +133,9 @@ func TestLinearizableCacheAside(t *testing.T) {
 				Delta:   m.delta,
 				Seed:    1,
 			}
+			if m.opts.NegativeTTL > 0 {
+				cfg.NotFound = ErrNotFound
+			}
 			if m.delta > 0 {
 				// Histories of about 100 ms, twice the bound they test;
 				// strict modes run back to back, for the most overlap.
@@ -123,10 +146,13 @@ func TestLinearizableCacheAside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%d histories, %d operations in %v: %d not linearizable, %d undecided, %d errors",
-				res.Histories, res.Operations, time.Since(start).Round(time.Millisecond), res.Failed, res.Unknown, res.Errors)
+			t.Logf("%d histories, %d operations in %v: %d not linearizable, %d undecided, %d errors; %d negative hits",
+				res.Histories, res.Operations, time.Since(start).Round(time.Millisecond), res.Failed, res.Unknown, res.Errors, negativeHits())
 			if res.Failed != 0 || res.Unknown != 0 || res.Errors != 0 {
 				t.Fatal("the history check failed")
+			}
+			if m.opts.NegativeTTL > 0 && negativeHits() == 0 {
+				t.Fatal("no read was a negative hit: absence went untested")
 			}
 		})
 	}

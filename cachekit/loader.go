@@ -26,7 +26,13 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // stores its result for ttl and returns it. The loader may choose another
 // TTL for what it returns by calling OverrideTTL with its ctx, and may
 // return ErrNotFound (or an error wrapping it): that error is returned to
-// every waiting caller and nothing is cached, as with any loader error.
+// every waiting caller and, as with any loader error, nothing is cached,
+// unless Options.NegativeTTL is set: then it is cached as a negative entry
+// (for NegativeTTL, or the loader's OverrideTTL capped at MaxNegativeTTL),
+// stored the way a loaded value is (below), and until a write of the key
+// replaces it GetOrLoadTTL returns a *NegativeHitError (matching
+// ErrNotFound: a negative hit, the cache's answer) without loading. A plain
+// miss and FailOpen's *MissError load.
 //
 // Concurrent callers in this process share one load per key (single-flight).
 // Each caller's ctx is honoured: a caller whose ctx ends gets ctx.Err() at
@@ -93,7 +99,7 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	} else {
 		v, r, err = getInner[T](ctx, c, key)
 	}
-	if err == nil || !loadable(err) {
+	if !c.needsLoad(err) {
 		return v, r, err
 	}
 	// A read that FailOpen turned into a miss means Redis is failing: load
@@ -104,13 +110,14 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	waitStart := time.Now()
 	var res any
 	var led, isT bool
+	var gone error // the load's "not found", cached (Options.NegativeTTL)
 	for try := 1; ; try++ {
 		joined := time.Now()
 		res, led, err = c.flights.Do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
 			return loadAndStore(lctx, c, key, ttl, load, degraded)
 		})
 		var at time.Time
-		v, at, isT = flightValue[T](res)
+		v, at, isT, gone = flightValue[T](res)
 		// The value was current at at: right for a caller that was
 		// already waiting then; a caller that joined the flight later, maybe
 		// after a write returned, loads again (three times at most).
@@ -128,6 +135,9 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	}
 	if err != nil {
 		return zero, observe.Result{}, c.loadErr(ctx, err)
+	}
+	if gone != nil { // the loader's "not found", or one found cached (a NegativeHitError)
+		return zero, r, gone
 	}
 	if isT {
 		return v, r, nil
@@ -181,9 +191,12 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	// previous flight stored its value starts a new flight: look again
 	// before loading.
 	replace, v, err := lookAgain[T](ctx, c, key)
-	if err == nil {
+	switch {
+	case err == nil:
 		return v, nil
-	} else if !loadable(err) {
+	case isNegativeHit(err) && !c.needsLoad(err):
+		return absence{err}, nil
+	case !c.needsLoad(err):
 		return nil, err
 	}
 	if c.fleetWait && c.l2 != nil {
@@ -202,8 +215,12 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		}
 	}
 	v, ttl, err = runLoader(ctx, c, load, ttl)
+	var val any = v
 	if err != nil {
-		return nil, err
+		if !c.cachesAbsence(err) { // interop mode never caches one
+			return nil, err
+		}
+		val = absence{err}
 	}
 	f := fill{kind: fillPlain}
 	if c.l2 != nil {
@@ -212,10 +229,10 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		// entry that could not be opened.
 		f = fill{kind: fillAbsent, replace: replace}
 	}
-	if _, _, err := c.land(ctx, key, v, ttl, f, true); c.loadStoreFailed(key, err) != nil {
+	if _, _, err := c.land(ctx, key, val, ttl, f, true); c.loadStoreFailed(key, err) != nil {
 		return nil, err
 	}
-	return v, nil
+	return val, nil
 }
 
 // lookAgain reads key as a T before a load; for an entry in Redis that
@@ -238,8 +255,12 @@ func lookAgain[T any](ctx context.Context, c *Client, key string) (replace strin
 // cached for ttl instead of the TTL the call was given (as rueidisaside's
 // OverrideCacheTTL does): a loader that learns how long its answer stays
 // true, from an HTTP Cache-Control header say, sets it here. The last call
-// wins. It returns ErrInvalidTTL for a ttl the protocol refuses (zero,
-// negative, over 30 days), and has no effect on a ctx that is not a
+// wins. A GetOrLoad or GetOrLoadTTL loader that then returns ErrNotFound
+// sets the TTL of its negative entry instead (Options.NegativeTTL must be
+// on; a ttl over MaxNegativeTTL is cut to it); an MGetOrLoad loader's
+// override is its values', its left-out keys' negative entries keep
+// NegativeTTL. It returns ErrInvalidTTL for a ttl the protocol refuses
+// (zero, negative, over 30 days), and has no effect on a ctx that is not a
 // loader's.
 func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 	if _, err := normalizeTTL(ttl); err != nil {
@@ -252,7 +273,8 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 // runLoader runs load (flight.Load: OverrideTTL can reach its ctx, its
 // error is marked as the loader's) in the loader's span, counted in
 // Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
-// with the TTL to store it for: ttl, or the loader's override.
+// with the TTL to store it for: ttl, or the loader's override; for a "not
+// found" this Client caches, the negative TTL (negativeTTL).
 func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
 	c.stats.Loads.Add(1)
 	ctx, done := c.obs.StartLoad(ctx, isNotFound)
@@ -263,7 +285,13 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 		}
 		done(err)
 	}()
-	v, ttl, err = flight.Load(ctx, load, ttl)
+	v, override, err := flight.Load(ctx, load, 0) // 0: no override
+	switch {
+	case err != nil && c.cachesAbsence(err):
+		ttl = c.negativeTTL(override)
+	case override != 0:
+		ttl = override
+	}
 	if err != nil {
 		c.stats.LoadErrors.Add(1)
 	}

@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(leaseChild(strings.Fields(spec))) // a process of a cross-process lease test
 	}
+	if spec := os.Getenv(nemesisChildEnv); spec != "" {
+		os.Exit(nemesisChild(strings.Fields(spec))) // a Client of a nemesis run in another process
+	}
 	os.Exit(m.Run())
 }
 

@@ -15,8 +15,12 @@ import (
 // pipelined round trip (as MGet), calls loader once with the keys that
 // missed, stores what it returned in one pipelined write (for
 // Options.DefaultTTL, or the loader's OverrideTTL) and returns hits and
-// loaded values together. A key the loader leaves out of its map is absent
-// from the result and nothing is cached for it.
+// loaded values together. A key the loader leaves out of its map is not
+// found (as sturdyc's batch fetch treats it; a loader that fails for some
+// keys returns an error instead): it is absent from the result, and
+// nothing is cached for it unless Options.NegativeTTL is set, which caches
+// it as a negative entry for NegativeTTL, so later calls neither ask the
+// loader for it nor return it.
 //
 // Loads are single-flight per key, shared with GetOrLoad and other
 // MGetOrLoad calls in this process: a missing key already being loaded is
@@ -44,14 +48,18 @@ func MGetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 }
 
 func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader func(ctx context.Context, missing []string) (map[string]T, error)) (map[string]T, observe.Result, error) {
-	out, r, err := mgetAs[T](ctx, c, keys)
+	var negs map[string]bool // keys found cached as "not found"
+	if c.negTTL > 0 {
+		negs = make(map[string]bool)
+	}
+	out, r, err := mgetAs[T](ctx, c, keys, negs)
 	if err != nil && !onlyEntryErrors(err) {
 		return nil, r, err
 	}
 	var missing []string
 	seen := make(map[string]bool, len(keys))
 	for _, k := range keys {
-		if _, ok := out[k]; !ok && !seen[k] {
+		if _, ok := out[k]; !ok && !seen[k] && !negs[k] {
 			seen[k] = true
 			missing = append(missing, k)
 		}
@@ -84,7 +92,7 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			}
 			return nil, observe.Result{}, c.loadErr(ctx, ferr)
 		}
-		v, at, isT := flightValue[T](val)
+		v, at, isT, gone := flightValue[T](val)
 		if ferr == nil && !at.IsZero() {
 			if !led[missing[i]] && joined.After(at) {
 				// Joined another caller's load after its value was last
@@ -108,7 +116,7 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 				continue
 			}
 		}
-		if ferr != nil { // ErrNotFound: the loader left the key out
+		if ferr != nil || gone != nil { // the loader left the key out (gone: cached so)
 			continue
 		}
 		if isT {
@@ -140,6 +148,9 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 		if v, ok := vals[k]; ok {
 			res[k] = v
 			items = append(items, batchItem{key: k, v: v})
+		} else if c.negTTL > 0 { // left out: not found, cached (L1-only mode)
+			res[k] = absence{ErrNotFound}
+			items = append(items, batchItem{key: k, v: res[k]})
 		}
 	}
 	kind := fillPlain // L1-only mode

@@ -52,7 +52,8 @@ func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 
 // Touch sets the time to live of key to ttl (Redis PEXPIRE) without
 // reading or rewriting its value, and returns ErrNotFound when key is not
-// cached. This process's L1 copy takes the new expiry (or is dropped, when
+// cached (a negative entry is not extended: it reads as absent, as for
+// Exists). This process's L1 copy takes the new expiry (or is dropped, when
 // another write of key overlapped). Other instances' L1 copies keep their
 // expiry, except with Options.Invalidation on, where Redis reports the
 // PEXPIRE and they drop their copies.
@@ -138,7 +139,9 @@ func (c *Client) FlushLocal() {
 }
 
 // Exists reports whether key is cached in L1 or L2. It does not open the
-// entry.
+// entry: a key holding a negative entry (a cached "not found") or a lease
+// is absent to it, told by 12 bytes and a length that it cannot
+// authenticate (bytes forged to look like one also read as absent).
 func (c *Client) Exists(ctx context.Context, key string) (bool, error) {
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpExists, key, 1)
@@ -152,8 +155,8 @@ func (c *Client) exists(ctx context.Context, key string) (bool, observe.Result, 
 		return false, observe.Result{}, ErrClosed
 	}
 	if c.l1 != nil {
-		if _, ok := c.l1.Get(key); ok {
-			return true, observe.Result{Tier: observe.L1}, nil
+		if v, ok := c.l1.Get(key); ok {
+			return !l2.IsNegative(v), observe.Result{Tier: observe.L1}, nil
 		}
 	}
 	if c.l2 == nil {
@@ -169,8 +172,9 @@ func (c *Client) exists(ctx context.Context, key string) (bool, observe.Result, 
 }
 
 // TTL returns the remaining lifetime of key in L2. It returns ErrNotFound
-// for a missing key; in L1-only mode it returns ErrNotFound as well, since
-// L1 does not expose expiry times.
+// for a missing key, a negative entry or a lease (read as Exists reads
+// them); in L1-only mode it returns ErrNotFound as well, since L1 does not
+// expose expiry times.
 func (c *Client) TTL(ctx context.Context, key string) (time.Duration, error) {
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpTTL, key, 1)

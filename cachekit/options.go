@@ -156,6 +156,28 @@ type Options struct {
 	// which New treats as 5 seconds.
 	LeaseTTL time.Duration
 
+	// NegativeTTL turns on negative caching: a "not found" a loader returns
+	// (ErrNotFound, or an error wrapping it, from a GetOrLoad, GetOrLoadTTL
+	// or an SWR refresh loader; a key an MGetOrLoad loader leaves out of its
+	// map) is cached for NegativeTTL, or for what the loader chose with
+	// OverrideTTL before returning it (capped at MaxNegativeTTL), as a
+	// negative entry in Redis and L1, so the next GetOrLoad of the key
+	// returns a *NegativeHitError (matching ErrNotFound) without loading.
+	// It lands like a value: under the load's lease (a write of the key
+	// made while the loader ran wins; it never overwrites a value), replaced
+	// by every write of the key by anyone (a SetIfAbsent treats it as
+	// absent), dropped from L1 by invalidation; with encryption it is sealed
+	// and bound to its key, and carries a sealed not-after. See
+	// docs/production.md, "Negative caching". It is off by default, in
+	// every preset, because it changes what a loader's ErrNotFound means: a
+	// source insert that writes no cache key (neither Set nor Delete)
+	// stays hidden for up to NegativeTTL. Under a second it is rounded up
+	// to a second; over MaxNegativeTTL, or with Interop (the protocol has
+	// no negative entry other SDKs would know), it is an ErrConfig. A
+	// Client with it off reads another's negative entries as not found,
+	// and its GetOrLoad loads and replaces them. Default: 0 (off).
+	NegativeTTL time.Duration
+
 	// FleetSingleFlight makes a GetOrLoad miss that finds another Client's
 	// lease on the key (another process loading it) wait for that load's
 	// result instead of running its own loader: a fleet missing one key
@@ -411,6 +433,10 @@ func (o *Options) validate() error {
 		return configErr("LeaseTTL is negative")
 	case o.LoadTimeout < 0:
 		return configErr("LoadTimeout is negative")
+	case o.NegativeTTL < 0 || o.NegativeTTL > MaxNegativeTTL:
+		return configErr("NegativeTTL must be within [0, MaxNegativeTTL (1h)]")
+	case o.Interop && o.NegativeTTL != 0:
+		return configErr("interop mode refuses NegativeTTL: the protocol has no negative entry the other SDKs would know")
 	case o.LargeValueConcurrency < 0:
 		return configErr("LargeValueConcurrency is negative (UnboundedLargeValues removes the bound)")
 	case o.UnboundedLargeValues && o.LargeValueConcurrency != 0:

@@ -123,6 +123,7 @@ func (c *Client) degradable(ctx context.Context, err error) bool {
 // errClasses tells the observer, and the warnings, what the Client's own
 // errors mean: the observer classes every other error itself.
 var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError, Unopened: isUnopenable,
+	Negative:       isNegativeHit,
 	OutcomeUnknown: ErrOutcomeUnknown,
 	Invalid:        []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
 

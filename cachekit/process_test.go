@@ -36,6 +36,9 @@ func leaseChild(args []string) int {
 		return 2
 	}
 	mode, addr, key := args[0], args[1], args[2]
+	if strings.HasPrefix(mode, "neg") {
+		return negativeChild(mode, addr, key)
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	c, err := New(Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""),
@@ -96,6 +99,30 @@ func startChild(t *testing.T, spec string) (*exec.Cmd, io.WriteCloser, *bufio.Sc
 	return cmd, stdin, bufio.NewScanner(out)
 }
 
+// fleetChild is a child process of a fleet test: closing its stdin is the
+// start signal; out is what it prints.
+type fleetChild struct {
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// startReadyChildren starts n children as spec says and returns once each
+// has built its Client (tracking up) and said "ready".
+func startReadyChildren(t *testing.T, n int, spec string) []fleetChild {
+	t.Helper()
+	children := make([]fleetChild, n)
+	for i := range children {
+		_, in, out := startChild(t, spec)
+		children[i] = fleetChild{in, out}
+	}
+	for i, ch := range children {
+		if !ch.out.Scan() || ch.out.Text() != "ready" {
+			t.Fatalf("child %d: %q", i, ch.out.Text())
+		}
+	}
+	return children
+}
+
 // A process killed while it holds a key's lease blocks the key no longer
 // than the lease's TTL (1 s here): a Client of this process waiting for it
 // loads the key itself once the lease has expired.
@@ -133,21 +160,7 @@ func TestLeaseOfKilledProcessExpires(t *testing.T) {
 func TestFleetSingleFlightAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	srv, raw := withRedis(t)
-	type child struct {
-		stdin io.WriteCloser
-		out   *bufio.Scanner
-	}
-	children := make([]child, 6)
-	for i := range children {
-		_, in, out := startChild(t, "fleet "+srv.Addr()+" cold")
-		children[i] = child{in, out}
-	}
-	// Every child has built its Client (tracking up) before the start.
-	for i, ch := range children {
-		if !ch.out.Scan() || ch.out.Text() != "ready" {
-			t.Fatalf("child %d: %q", i, ch.out.Text())
-		}
-	}
+	children := startReadyChildren(t, 6, "fleet "+srv.Addr()+" cold")
 	for _, ch := range children {
 		_ = ch.stdin.Close()
 	}

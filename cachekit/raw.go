@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
@@ -32,7 +33,9 @@ func (c *Client) Raw() Raw { return Raw{c} }
 
 // Get returns the stored (sealed) bytes of key exactly as Redis holds
 // them, without opening them; in L1-only mode, L1's copy. A key holding a
-// lease (GetOrLoad loading it) or nothing is ErrNotFound.
+// lease (GetOrLoad loading it) or nothing is ErrNotFound; a negative entry
+// (a cached "not found") is returned as its bytes (NegativeSealed and
+// OpenStored tell it).
 func (r Raw) Get(ctx context.Context, key string) ([]byte, error) {
 	c := r.c
 	key = c.local(key)
@@ -74,7 +77,8 @@ func (r Raw) AppendPayload(ctx context.Context, dst []byte, key string) ([]byte,
 // Delete is Client.Delete (the same Redis commands, L1 drops and
 // invalidation messages) that also returns how many of keys held an entry
 // in Redis. A key holding a lease (GetOrLoad loading it) is deleted, which
-// voids the load, but not counted. Each key's count is read in the round
+// voids the load, but not counted; so is a negative entry (a cached "not
+// found"). Each key's count is read in the round
 // trip that deletes it, so no separate Exists can race the delete; the
 // count can be off by one for a key a load leases or fills between its
 // lease probe and its DEL (see l2's Delete), and after a retried round trip
@@ -106,6 +110,14 @@ type OpenedEntry struct {
 	// an error, it is not exactly one msgpack document within the Client's
 	// decode bounds.
 	Payload []byte
+	// Negative reports bytes with the form of a negative entry (a cached
+	// "not found", Options.NegativeTTL): then Container and Payload are
+	// nil, KeyIndex names the keyring entry that authenticated its sealed
+	// body (-1 without encryption or when it did not), and NotAfter is
+	// its sealed not-after once it authenticated (zero otherwise). Open's
+	// error is nil for one that reads as a negative hit.
+	Negative bool
+	NotAfter time.Time
 }
 
 // Open opens stored, the stored bytes of the application's key (as Raw.Get
@@ -140,6 +152,15 @@ func (r Raw) OpenStored(ctx context.Context, key string, stored []byte) (OpenedE
 	}
 	s := getScratch()
 	defer putScratch(s) // wipes the plaintext the copy below was taken from
+	if l2.IsNegative(stored) {
+		var err error
+		info.Negative = true
+		info.NotAfter, info.KeyIndex, err = c.openNegative(ctx, s, key, stored)
+		if info.KeyIndex >= 0 {
+			info.KeyFingerprint = c.enc.KeyFingerprint(info.KeyIndex)
+		}
+		return info, err
+	}
 	payload, err := c.open(ctx, s, key, stored)
 	if err == nil {
 		info.Payload = chunked.Append(make([]byte, 0, len(payload)), payload)
@@ -197,9 +218,10 @@ type RawEntry = l2.Entry
 // after Options.KeyPrefix, which is matched literally; on a cluster client,
 // every master) and calls fn with each batch of entries, about 500 at a
 // time: their keys, stored bytes and remaining TTLs, read with single-key
-// commands in one pipeline per batch and not opened. A key that expires
-// between the walk and the read is left out; as with SCAN itself, a key may
-// be reported twice while Redis resizes its tables. It is meant for
+// commands in one pipeline per batch and not opened (a negative entry
+// among them: NegativeSealed and OpenStored tell it; a lease is left out).
+// A key that expires between the walk and the read is left out; as with
+// SCAN itself, a key may be reported twice while Redis resizes its tables. It is meant for
 // inspection tools such as the cachekit command's scan; an error from fn
 // stops the walk and is returned. Under a name key pattern matches, and
 // the entries carry, stored (opaque) names, and the walk also reports the

@@ -46,6 +46,10 @@ type Stats struct {
 	// was written (Set, Delete, another writer, expiry) while they ran:
 	// the write stays, and the loaded value went only to its callers.
 	LeasesLost uint64
+	// NegativeHits counts reads answered by a negative entry (a cached
+	// "not found", Options.NegativeTTL) of either tier: they are counted
+	// neither in L1Hits and L2Hits (values) nor in the misses.
+	NegativeHits uint64
 
 	// UnknownWrites counts Redis writes whose outcome is unknown
 	// (ErrOutcomeUnknown: returned, or absorbed under FailOpen).
@@ -78,6 +82,7 @@ func (c *Client) Stats() Stats {
 		LoadErrors:     c.stats.LoadErrors.Load(),
 		LeaseWaits:     c.stats.LeaseWaits.Load(),
 		LeasesLost:     c.stats.LeasesLost.Load(),
+		NegativeHits:   c.stats.NegativeHits.Load(),
 		UnknownWrites:  c.stats.UnknownWrites.Load(),
 
 		NameKeyMismatches: c.stats.NameKeyMismatches.Load(),

@@ -104,7 +104,8 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 	}
 }
 
-// refresh runs the loader and lands its value only if Redis still holds
+// refresh runs the loader and lands its value (or, with negative caching,
+// its "not found" as a negative entry) only if Redis still holds
 // the very entry that was served (served, compared by digest and, read
 // before the loader runs, its absolute expiry, in the script that writes:
 // a Set, Delete, lease or any other write of the key since then makes the
@@ -135,7 +136,10 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 	}
 	v, ttl, err := runLoader(ctx, c, load, ttl)
 	if err != nil {
-		return err
+		if !c.cachesAbsence(err) {
+			return err
+		}
+		v = absence{err} // the source lost it: a negative entry replaces the served one
 	}
 	if c.l1 != nil && c.l1.Version(key) != ver {
 		return nil // a newer write won; drop ours

@@ -3,14 +3,15 @@ package l1
 import "time"
 
 // SetIfPresence stores val like Set, but only if the cache holds an
-// unexpired entry for key (present true) or holds none (present false).
+// unexpired entry for key (present true) or holds none (present false; a
+// value Config.Absent names counts as none).
 // The check and the store happen under the key's write lock, which every
 // Set, SetIfVersion, Delete and Extend of the key also takes, so of
 // concurrent SetIfPresence(key, ..., false) calls at most one stores. It
 // returns true when val was stored.
 func (c *Cache) SetIfPresence(key string, val []byte, ttl time.Duration, present bool) bool {
 	return c.locked(key, func(h uint64, st *stripe) bool {
-		if _, ok := c.current(h, key); ok != present {
+		if _, ok := c.entryAt(h, key); ok != present {
 			return false
 		}
 		st.ver.Add(1)
@@ -35,9 +36,14 @@ func (c *Cache) Extend(key string, ttl time.Duration, v Version) bool {
 
 // ExtendLatest is Extend without a token: it re-stores whatever value key
 // holds now with the new ttl. It returns false when the cache holds no
-// unexpired entry for key.
+// unexpired entry for key, or a value Config.Absent names.
 func (c *Cache) ExtendLatest(key string, ttl time.Duration) bool {
-	return c.locked(key, func(h uint64, st *stripe) bool { return c.restore(h, st, key, ttl) })
+	return c.locked(key, func(h uint64, st *stripe) bool {
+		if _, ok := c.entryAt(h, key); !ok {
+			return false
+		}
+		return c.restore(h, st, key, ttl)
+	})
 }
 
 // restore re-stores key's current value for ttl, advancing its token; the
@@ -86,6 +92,16 @@ func (c *Cache) keyLocked(h uint64, fn func(st *stripe) bool) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return fn(st)
+}
+
+// entryAt is current for a value that is an entry: false for one
+// Config.Absent names.
+func (c *Cache) entryAt(h uint64, key string) ([]byte, bool) {
+	val, ok := c.current(h, key)
+	if ok && c.cfg.absent != nil && c.cfg.absent(val) {
+		return nil, false
+	}
+	return val, ok
 }
 
 // current returns key's unexpired value (key hashes to h) without counting

@@ -92,3 +92,29 @@ func TestExtendKeepsTheLatestValue(t *testing.T) {
 		t.Fatal("Extend of a missing key reported true")
 	}
 }
+
+// TestAbsentValuesAreNoEntry: a value Config.Absent names is no entry to
+// SetIfPresence and ExtendLatest; Get still returns it.
+func TestAbsentValuesAreNoEntry(t *testing.T) {
+	c, err := New(Config{MaxBytes: 1 << 20, Absent: func(v []byte) bool { return string(v) == "none" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Set("k", []byte("none"), time.Minute)
+	if c.ExtendLatest("k", time.Hour) {
+		t.Fatal("ExtendLatest extended an absent value")
+	}
+	if c.SetIfPresence("k", []byte("v"), time.Minute, true) {
+		t.Fatal("SetIfPresence(present) stored over an absent value")
+	}
+	if v, ok := c.Get("k"); !ok || string(v) != "none" {
+		t.Fatalf("Get = %q, %v", v, ok)
+	}
+	if !c.SetIfPresence("k", []byte("v"), time.Minute, false) {
+		t.Fatal("SetIfPresence(absent) did not store over an absent value")
+	}
+	if !c.ExtendLatest("k", time.Hour) {
+		t.Fatal("ExtendLatest refused an entry")
+	}
+}

@@ -46,6 +46,12 @@ type Config struct {
 	// in [0, 1) (others are clamped). Meant for tests. default: nil
 	// (math/rand/v2's Float64).
 	Rand func() float64
+
+	// Absent, when set, names the values that stand for no entry (the
+	// client's cached "not found"): SetIfPresence and ExtendLatest treat a
+	// key holding one as holding nothing. Get still returns them. default:
+	// nil (every value is an entry).
+	Absent func(val []byte) bool
 }
 
 // Defaults used when the corresponding Config field is zero.
@@ -76,6 +82,7 @@ type settings struct {
 	jitter      float64
 	clock       func() time.Time
 	rand        func() float64
+	absent      func([]byte) bool
 }
 
 // resolve validates cfg and fills in defaults.
@@ -97,6 +104,7 @@ func resolve(cfg Config) (settings, error) {
 		jitter:      cfg.TTLJitter,
 		clock:       cfg.Clock,
 		rand:        cfg.Rand,
+		absent:      cfg.Absent,
 	}
 	if s.numCounters == 0 {
 		s.numCounters = defaultNumCounters(cfg.MaxBytes)

@@ -7,21 +7,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A key under a lease has no entry: the commands below, which would see
-// the placeholder as a key, look at most 12 bytes of it (see leaseAt and
-// probeLease) before they answer.
+// A key that holds a placeholder (a lease, a negative entry: see
+// placeholder.go) has no entry: the commands below, which would see the
+// placeholder as a key, look at most 12 bytes of it (see placeholderAt and
+// newProbe) before they answer.
 
-// expireScript is PEXPIRE KEYS[1] ARGV[1], 0 (missing) for a lease.
-var expireScript = redis.NewScript(luaLease + `
-if leaseAt(KEYS[1]) then return 0 end
+// expireScript is PEXPIRE KEYS[1] ARGV[1], 0 (missing) for a placeholder.
+var expireScript = redis.NewScript(luaPlaceholders + `
+if placeholderAt(KEYS[1]) then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[1])`)
 
 // setCondScript is SET KEYS[1] ARGV[1] PX ARGV[2] with NX (ARGV[3] "nx":
-// also over a lease) or XX (ARGV[3] "xx": not over a lease); 1 when stored.
+// also over a placeholder) or XX (ARGV[3] "xx": not over a placeholder); 1
+// when stored.
 // NX on a key that holds exactly ARGV[1] is stored too: a retry whose
 // first attempt stored it (the length is compared before the bytes).
-var setCondScript = redis.NewScript(luaLease + `
-local absent = redis.call('EXISTS', KEYS[1]) == 0 or leaseAt(KEYS[1])
+var setCondScript = redis.NewScript(luaPlaceholders + `
+local absent = redis.call('EXISTS', KEYS[1]) == 0 or placeholderAt(KEYS[1])
 if (ARGV[3] == 'nx') ~= absent then
   if ARGV[3] == 'nx' and redis.call('TYPE', KEYS[1]).ok == 'string' and
     redis.call('STRLEN', KEYS[1]) == #ARGV[1] and redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
@@ -30,76 +32,76 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`)
 
-// leaseProbe queues, for key, the two reads that tell a lease from an
-// entry (STRLEN and the first bytes), so a read needs no script: over
+// probe queues, for key, the two reads that tell a placeholder from an
+// entry (STRLEN and the 12-byte head), so a read needs no script: over
 // maxmemory a script may be refused (Redis 7.0.15 refuses its first write;
 // newer servers may refuse a script without flags outright), plain reads
 // are not.
-type leaseProbe struct {
+type probe struct {
 	n    *redis.IntCmd
 	head *redis.StringCmd
 }
 
-func probeLease(ctx context.Context, key string) leaseProbe {
-	return leaseProbe{n: redis.NewIntCmd(ctx, "strlen", key),
-		head: redis.NewStringCmd(ctx, "getrange", key, 0, int64(len(LeaseMagic)-1))}
+func newProbe(ctx context.Context, key string) probe {
+	return probe{n: redis.NewIntCmd(ctx, "strlen", key),
+		head: redis.NewStringCmd(ctx, "getrange", key, 0, placeholderHead-1)}
 }
 
-// lease reports whether the key held a lease (a key of another type, whose
-// STRLEN fails, does not).
-func (lp leaseProbe) lease() bool {
-	n, err := lp.n.Result()
-	return err == nil && n == int64(LeaseLen) && lp.head.Val() == LeaseMagic
+// placeholder reports whether the key held a placeholder of any kind (a
+// key of another type, whose STRLEN fails, does not).
+func (p probe) placeholder() bool {
+	n, err := p.n.Result()
+	return err == nil && n > 0 && int64(placeholderLen(p.head.Val())) == n
 }
 
-// withLeaseProbe sends cmd, a command on key, together with key's lease
-// probe, and returns the probe.
-func (s *Store) withLeaseProbe(ctx context.Context, key string, cmd redis.Cmder) (leaseProbe, error) {
-	lp := probeLease(ctx, key)
-	return lp, s.send(ctx, false, cmd, lp.n, lp.head)
+// withProbe sends cmd, a command on key, together with key's probe, and
+// returns the probe.
+func (s *Store) withProbe(ctx context.Context, key string, cmd redis.Cmder) (probe, error) {
+	p := newProbe(ctx, key)
+	return p, s.send(ctx, false, cmd, p.n, p.head)
 }
 
-// existsKey reports whether key holds an entry (not a lease): EXISTS and
-// the lease probe sent together.
+// existsKey reports whether key holds an entry (not a placeholder): EXISTS
+// and the probe sent together.
 func (s *Store) existsKey(ctx context.Context, key string) (bool, error) {
 	ex := redis.NewIntCmd(ctx, "exists", key)
-	lp, err := s.withLeaseProbe(ctx, key, ex)
+	p, err := s.withProbe(ctx, key, ex)
 	if err != nil {
 		return false, err
 	}
 	n, err := ex.Result()
-	return n > 0 && !lp.lease(), err
+	return n > 0 && !p.placeholder(), err
 }
 
 // pttlKey is PTTL of key (go-redis's DurationCmd convention: -2ns missing,
-// -1ns no expiry), a lease reading as missing; sent with the lease probe.
+// -1ns no expiry), a placeholder reading as missing; sent with the probe.
 func (s *Store) pttlKey(ctx context.Context, key string) (time.Duration, error) {
 	d := redis.NewDurationCmd(ctx, time.Millisecond, "pttl", key)
-	lp, err := s.withLeaseProbe(ctx, key, d)
+	p, err := s.withProbe(ctx, key, d)
 	if err != nil {
 		return 0, err
 	}
 	v, err := d.Result()
-	if err == nil && lp.lease() {
+	if err == nil && p.placeholder() {
 		return -2, nil
 	}
 	return v, err
 }
 
-// deleteCounted deletes keys, each DEL sent with the lease probe of its
-// key before it (one pipeline, or in order on the stream), and counts
-// those that held an entry: a lease is deleted (voiding its load) but not
-// counted. Neither a script nor MULTI: Redis over maxmemory refuses both,
+// deleteCounted deletes keys, each DEL sent with the probe of its key
+// before it (one pipeline, or in order on the stream), and counts those
+// that held an entry: a placeholder is deleted (a lease's load is voided,
+// a negative entry gone) but not counted. Neither a script nor MULTI: Redis over maxmemory refuses both,
 // and a Delete must work then. The count can be off by one for a key a
 // load leases or fills between its probe and its DEL; the delete itself is
 // exact. pub are more commands (PUBLISH) sent after the deletes, in the
 // same round trip.
 func (s *Store) deleteCounted(ctx context.Context, keys []string, pub ...redis.Cmder) (int64, error) {
-	probes := make([]leaseProbe, len(keys))
+	probes := make([]probe, len(keys))
 	dels := make([]*redis.IntCmd, len(keys))
 	cmds := make([]redis.Cmder, 0, 3*len(keys)+len(pub))
 	for i, k := range keys {
-		probes[i] = probeLease(ctx, k)
+		probes[i] = newProbe(ctx, k)
 		dels[i] = redis.NewIntCmd(ctx, "del", k)
 		cmds = append(cmds, probes[i].n, probes[i].head, dels[i])
 	}
@@ -112,14 +114,14 @@ func (s *Store) deleteCounted(ctx context.Context, keys []string, pub ...redis.C
 		if err != nil {
 			return total, err
 		}
-		if !probes[i].lease() {
+		if !probes[i].placeholder() {
 			total += n
 		}
 	}
 	return total, nil
 }
 
-// expireKey is PEXPIRE of key, false for a missing key or a lease.
+// expireKey is PEXPIRE of key, false for a missing key or a placeholder.
 func (s *Store) expireKey(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	cmd, err := s.script(ctx, false, expireScript, key, pxMillis(ttl))
 	if err != nil {
@@ -139,7 +141,7 @@ func (s *Store) SetAbsentMany(ctx context.Context, items []Item) (done []bool, e
 	return eachDone("mset", len(items), cmds, err)
 }
 
-// setCondKey is SET NX (ifExists false) or XX with leases counted as
+// setCondKey is SET NX (ifExists false) or XX with placeholders counted as
 // missing.
 func (s *Store) setCondKey(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists bool) (bool, error) {
 	cond := "nx"

@@ -7,9 +7,9 @@ import (
 
 // SetCond stores val under key with SET PX and NX (ifExists false: only
 // when key does not exist) or XX (ifExists true: only when it does), and
-// reports whether Redis stored it; a key under a lease counts as missing
-// (NX stores over it, XX does not). It is one script. ttl is treated as for
-// Set.
+// reports whether Redis stored it; a key holding a placeholder (a lease, a
+// negative entry) counts as missing (NX stores over it, XX does not). It is
+// one script. ttl is treated as for Set.
 func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists bool) (bool, error) {
 	if err := s.check("set"); err != nil {
 		return false, err
@@ -25,7 +25,7 @@ func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Du
 }
 
 // Expire sets key's time to live to ttl (PEXPIRE) and reports whether the
-// key held an entry (a key under a lease is left as it is). ttl is treated
+// key held an entry (a key holding a placeholder is left as it is). ttl is treated
 // as for Set.
 func (s *Store) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := s.check("expire"); err != nil {

@@ -18,7 +18,8 @@
 // Get and Set are one command each (GetUpTo a GETRANGE of at most
 // LongRead bytes, and for a longer value STRLEN, then GetLongUpTo; on a Store that
 // announces writes, Set pipelines its PUBLISH); Delete, Exists and TTL
-// pipeline a lease probe beside their command. GetWithTTL pipelines GET and
+// pipeline a placeholder probe (a lease, a negative entry: STRLEN and
+// GETRANGE 0 11) beside their command. GetWithTTL pipelines GET and
 // PTTL. MGet pipelines an MGET and an EXISTS of the keys on a
 // standalone server; on a *redis.ClusterClient the keys are grouped by hash
 // slot (CRC16 of the hash tag, as Redis Cluster places them) and one MGET and

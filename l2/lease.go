@@ -7,38 +7,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/seam"
 	"github.com/redis/go-redis/v9"
 )
 
-// A lease is a placeholder a loader plants in the key itself before it
-// loads (as memcache's leases and rueidisaside's placeholders do): the
-// load's result is stored only while the placeholder is still there, checked
-// and written in one server-side script. Whoever writes the key in between
-// (a Set, a Delete, another SDK, redis-cli, expiry or eviction) replaces the
-// placeholder, and the store is dropped: a value computed before that write
-// never overwrites it.
-//
-// A placeholder is LeaseMagic followed by 32 hex digits of token: 44 bytes.
-// LeaseMagic starts with 0xc1, a byte MessagePack never uses, so no plain or
-// enveloped entry starts with it; an encrypted entry starts with its 12-byte
-// nonce, which would have to equal LeaseMagic byte for byte (an 8-byte
-// instance id and a counter no nonce source reaches). Every read of this
-// package treats a placeholder as a missing key.
-
-// LeaseMagic starts every lease placeholder.
-const LeaseMagic = "\xc1ck-lease/1 "
-
-// LeaseLen is the length of a lease placeholder in bytes.
-const LeaseLen = len(LeaseMagic) + 32
-
-// IsLease reports whether b is a lease placeholder.
-func IsLease(b []byte) bool {
-	return len(b) == LeaseLen && string(b[:len(LeaseMagic)]) == LeaseMagic
-}
+// A lease is a placeholder (see placeholder.go) a loader plants in the key
+// itself before it loads (as memcache's leases and rueidisaside's
+// placeholders do): the load's result is stored only while the placeholder
+// is still there, checked and written in one server-side script. Whoever
+// writes the key in between (a Set, a Delete, another SDK, redis-cli,
+// expiry or eviction) replaces the placeholder, and the store is dropped: a
+// value computed before that write never overwrites it. A lease is
+// LeaseMagic followed by 32 hex digits of token: 44 bytes.
 
 // NewLease returns a fresh placeholder with a random token.
 func NewLease() string { return LeaseMagic + NewToken() }
@@ -60,37 +42,13 @@ func Digest(stored []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// luaLease defines the Lua helpers every lease-aware script starts with:
-// isLease(v) for a value read with GET, leaseAt(k) for a key, reading at
-// most 12 bytes of it.
-var luaLease = `local magic = ` + luaQuote(LeaseMagic) + `
-local function isLease(v) return type(v) == 'string' and #v == ` + strconv.Itoa(LeaseLen) + ` and string.sub(v, 1, #magic) == magic end
-local function leaseAt(k)
-  if redis.call('TYPE', k).ok ~= 'string' or redis.call('STRLEN', k) ~= ` + strconv.Itoa(LeaseLen) + ` then return false end
-  return redis.call('GETRANGE', k, 0, #magic - 1) == magic
-end
-local function publish() if ARGV[#ARGV-1] ~= '' then redis.pcall('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
-`
-
-// luaQuote writes s as a Lua string literal with every byte escaped.
-func luaQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('\'')
-	for i := 0; i < len(s); i++ {
-		b.WriteByte('\\')
-		b.WriteString(strconv.Itoa(int(s[i])))
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
-
 // acquireScript plants ARGV[1] for ARGV[2] ms when KEYS[1] is missing,
 // holds an entry whose digest is ARGV[3] (an entry the caller could not
 // open and replaces), or holds the lease ARGV[3] (one its holder abandoned,
 // which the caller takes over). Replies: {1} planted (or ARGV[1] already
 // there: a retry whose first attempt planted it); {2, pttl, lease} another
 // lease is there; {0, pttl, value} an entry is there.
-var acquireScript = redis.NewScript(luaLease + `
+var acquireScript = redis.NewScript(luaPlaceholders + `
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' and v.err then return v end
 local over = ARGV[3] ~= '' and v ~= false and
@@ -109,7 +67,7 @@ return {0, redis.call('PTTL', KEYS[1]), v}`)
 // lease ARGV[1], then publishes ARGV[5] on channel ARGV[4] (if not empty).
 // A key that holds ARGV[2] already is stored too: a retry whose first
 // attempt stored it.
-var fillScript = redis.NewScript(luaLease + `
+var fillScript = redis.NewScript(luaPlaceholders + `
 local v = redis.pcall('GET', KEYS[1])
 if v ~= ARGV[1] then
   if v == ARGV[2] then return 1 end
@@ -130,7 +88,7 @@ return redis.call('PEXPIRE', KEYS[1], ARGV[2])`)
 // does. A key that holds ARGV[2] already is stored too (a retry whose
 // first attempt stored it). A server without PEXPIRETIME (before Redis 7)
 // compares the digest alone.
-var casScript = redis.NewScript(luaLease + `
+var casScript = redis.NewScript(luaPlaceholders + `
 local v = redis.pcall('GET', KEYS[1])
 if v == ARGV[2] then return 1 end
 if type(v) ~= 'string' or redis.sha1hex(v) ~= ARGV[1] then return 0 end
@@ -336,13 +294,13 @@ func (s *Store) SetIfDigest(ctx context.Context, key, digest string, expireAt in
 
 // ExpireTime returns key's absolute expiry in Unix milliseconds
 // (PEXPIRETIME, Redis 7): 0 for a key without one, ErrNotFound for a
-// missing key or a lease.
+// missing key or a placeholder (a lease, a negative entry).
 func (s *Store) ExpireTime(ctx context.Context, key string) (int64, error) {
 	if err := s.check("ttl"); err != nil {
 		return 0, err
 	}
 	cmd := redis.NewIntCmd(ctx, "pexpiretime", key)
-	lp, err := s.withLeaseProbe(ctx, key, cmd)
+	p, err := s.withProbe(ctx, key, cmd)
 	if err != nil {
 		return 0, fail("ttl", err)
 	}
@@ -350,7 +308,7 @@ func (s *Store) ExpireTime(ctx context.Context, key string) (int64, error) {
 	switch {
 	case err != nil:
 		return 0, fail("ttl", err)
-	case at == -2 || lp.lease():
+	case at == -2 || p.placeholder():
 		return 0, ErrNotFound
 	case at < 0:
 		return 0, nil

@@ -105,7 +105,8 @@ type Entry struct {
 // ScanEntries is ScanFrom that also reads each batch's entries (ReadRaw,
 // one pipeline per batch) and hands fn the entries, their keys without
 // prefix. A key that expires between the walk and the read is left out;
-// a lease placeholder is no entry (Stored nil).
+// a lease placeholder is no entry (Stored nil); a negative entry is
+// reported with its bytes.
 func (s *Store) ScanEntries(ctx context.Context, prefix, pattern string, count int64, cursor uint64, fn func(batch []Entry, next uint64) error) error {
 	return s.ScanFrom(ctx, prefix, pattern, count, cursor, func(keys []string, next uint64) error {
 		var batch []Entry

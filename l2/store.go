@@ -307,9 +307,9 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 	return fail("set", cmd.Err())
 }
 
-// Delete removes keys and returns how many held an entry (a key under a
-// lease is removed, which voids the lease, but not counted): each key's
-// lease probe and DEL, single-key commands sent together (a cluster client
+// Delete removes keys and returns how many held an entry (a placeholder is
+// removed, which voids a lease, but not counted): each key's probe and
+// DEL, single-key commands sent together (a cluster client
 // routes each to its node in the same round trip). A Store that
 // announces writes announces keys with it.
 func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
@@ -341,7 +341,8 @@ func sumDeleted(cmds []*redis.IntCmd) (int64, error) {
 	return total, nil
 }
 
-// Exists reports whether key exists and is not under a lease.
+// Exists reports whether key exists and holds no placeholder (a lease, a
+// negative entry: it reads 12 bytes and cannot authenticate them).
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	if err := s.check("exists"); err != nil {
 		return false, err
@@ -354,7 +355,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 }
 
 // TTL returns the remaining time to live of key: 0 when it has no expiry,
-// at least 1ms otherwise. A missing key, or one under a lease, yields
+// at least 1ms otherwise. A missing key, or one holding a placeholder, yields
 // ErrNotFound.
 func (s *Store) TTL(ctx context.Context, key string) (time.Duration, error) {
 	if err := s.check("ttl"); err != nil {

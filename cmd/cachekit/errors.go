@@ -50,6 +50,7 @@ var errNotFound = &exitError{code: exitNotFound, msg: "not found"}
 func classify(err error) (int, string) {
 	var (
 		xe *exitError
+		nh *cachekit.NegativeHitError
 		ee *cachekit.EntryError
 		be *cachekit.BackendError
 		ce *encryption.ConfigError
@@ -60,6 +61,8 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.As(err, &xe):
 		code, msg = xe.code, xe.msg
+	case errors.As(err, &nh):
+		code, msg = exitNotFound, "not found: a negative entry (a cached not-found, until a write of the key or its TTL)"
 	case errors.As(err, &ee):
 		// Before ErrNotFound, which an entry that cannot be opened also
 		// matches (a miss to an application): to an operator it is an

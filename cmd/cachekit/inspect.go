@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit"
 	"github.com/cachekit-io/cachekit-go/encryption"
@@ -25,7 +27,9 @@ var cmdInspect = &command{
     its fingerprint, never the key) and the nonce's instance id and counter;
   - the ByteStorage envelope: compressed and original size, ratio, encoding,
     format and the checksum verdict;
-  - the decoded value as JSON.
+  - the decoded value as JSON;
+  - for a negative entry (a cached not-found): whether its sealed part
+    authenticates and its sealed not-after.
 The exit code is the verdict: 0 when the entry opens with these flags (what
 "get" would do), 3 when it does not (the last stderr line says why), 1 when
 KEY is missing. Nonces are not secret; one that did not authenticate is
@@ -65,6 +69,9 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 	}
 	r.line("mode", "%s", modeName(g))
 	r.line("stored size", "%d bytes", len(stored))
+	if sealed, ok := cachekit.NegativeSealed(stored); ok {
+		return inspectNegative(ctx, r, g, c, key, stored, sealed)
+	}
 
 	if isPythonFrame(stored) {
 		// A Manager only to match the frame header's key fingerprint
@@ -122,6 +129,39 @@ func runInspect(ctx context.Context, e *env, g *globalFlags, args []string) erro
 		return integrityErrorf("value is not readable msgpack: %v", err)
 	}
 	r.line("value", "%s", appendJSON(nil, v))
+	return nil
+}
+
+// inspectNegative reports a negative entry (a cached not-found): its head,
+// whether its sealed part authenticates (with --secure; its key-bound sum
+// without), and its sealed not-after. It returns an integrity error when
+// the client would not read it as a negative hit.
+func inspectNegative(ctx context.Context, r report, g *globalFlags, c *cachekit.Client, key string, stored, sealed []byte) error {
+	op, err := c.Raw().Open(ctx, key, stored)
+	r.line("kind", "negative entry: a cached not-found (%d-byte head, %d sealed bytes)", len(stored)-len(sealed), len(sealed))
+	switch {
+	case g.secure && op.KeyIndex >= 0:
+		tenant := cmp.Or(g.tenant, encryption.DefaultTenant)
+		r.line("encryption", "AES-256-GCM, authenticated (tenant %s)", strconv.Quote(tenant))
+		r.line("keyring entry", "%s, fingerprint %s", keyLabel(op.KeyIndex), op.KeyFingerprint)
+		printNonce(r, sealed, "authenticated")
+	case g.secure:
+		r.line("encryption", "does NOT authenticate under this keyring, tenant and key")
+		printNonce(r, sealed, "unauthenticated")
+		return integrityErrorf("negative entry does not authenticate: forged, or copied from another key or tenant")
+	case op.NotAfter.IsZero():
+		r.line("encryption", "none expected, and its key-bound sum does not match")
+		return integrityErrorf("negative entry does not open as plaintext: forged, copied from another key, or encrypted (pass --secure with its key and --tenant)")
+	default:
+		r.line("encryption", "none (plaintext, bound to its key by a SHA-224)")
+	}
+	if !op.NotAfter.IsZero() {
+		r.line("not after", "%s", op.NotAfter.UTC().Format(time.RFC3339Nano))
+	}
+	if err != nil { // past its not-after (replayed), or a sealed part that is no negative entry's
+		return integrityErrorf("negative entry refused: %s", strings.TrimPrefix(err.Error(), "protocol: "))
+	}
+	r.line("value", "none: the key reads as not found (cachekit get exits 1)")
 	return nil
 }
 

@@ -20,7 +20,8 @@ var cmdRotate = &command{
 	help: "Walks the keys matching --match (a Redis glob after --prefix, which is matched\n" +
 		"literally; default *), reads them in pipelines of about 500 and opens each with the\n" +
 		"keyring ($" + envMasterKey + " current, $" + envPreviousKeys + " previous).\n" +
-		"Each entry that opened under a previous key is sealed again under the current\n" +
+		"Each entry that opened under a previous key (a negative entry's sealed part\n" +
+		"behind its head) is sealed again under the current\n" +
 		"key and written back with a server-side compare-and-set: only if the stored\n" +
 		"bytes are still the ones read (a value the application wrote meanwhile is\n" +
 		"kept), keeping the key's remaining TTL. Entries already current, plaintext,\n" +
@@ -177,7 +178,12 @@ func resealEntry(ctx context.Context, g *globalFlags, kr *keyring, r cachekit.Ra
 		sum.OtherType++
 		return cachekit.RawSwap{}, false, nil
 	}
-	plain, aad, idx, err := kr.open(ctx, r.Key, r.Stored)
+	// A negative entry (a cached not-found) is re-sealed behind its head.
+	head, body := []byte(nil), r.Stored
+	if sealed, ok := cachekit.NegativeSealed(r.Stored); ok {
+		head, body = r.Stored[:len(r.Stored)-len(sealed)], sealed
+	}
+	plain, aad, idx, err := kr.open(ctx, r.Key, body)
 	switch {
 	case err != nil && looksPlain(g, r.Stored):
 		sum.Plaintext++
@@ -190,7 +196,7 @@ func resealEntry(ctx context.Context, g *globalFlags, kr *keyring, r cachekit.Ra
 		clear(plain)
 		return cachekit.RawSwap{}, false, nil
 	}
-	sealed, err := kr.m.Encrypt(ctx, nil, plain, aad)
+	sealed, err := kr.m.Encrypt(ctx, append([]byte(nil), head...), plain, aad)
 	clear(plain)
 	if err != nil {
 		return cachekit.RawSwap{}, false, err

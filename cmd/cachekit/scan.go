@@ -19,8 +19,9 @@ var cmdScan = &command{
 	help: "Walks the keyspace with SCAN MATCH (PATTERN is a Redis glob, matched after\n" +
 		"--prefix, which is matched literally and stripped from the keys printed) and\n" +
 		"reads each entry's bytes and TTL in pipelines of about 500, changing nothing.\n" +
-		"For each entry it prints the key, the mode (encrypted, plain, or unknown: neither opens nor\n" +
-		"parses; a key of another Redis type is unknown), the keyring entry that opens\n" +
+		"For each entry it prints the key, the mode (encrypted, plain, negative: a cached\n" +
+		"not-found, or unknown: neither opens nor parses; a key of another Redis type is\n" +
+		"unknown), the keyring entry that opens\n" +
 		"it (current, previous#N, or none; with --secure only), its size in bytes and\n" +
 		"its remaining TTL in milliseconds (-1: no expiry). --json prints one object\n" +
 		"per line with the fields key, mode, keyring, bytes, ttl_ms; --summary prints\n" +
@@ -85,8 +86,8 @@ func runScan(ctx context.Context, e *env, g *globalFlags, args []string) error {
 		return err
 	}
 	if g.summary {
-		fmt.Fprintf(e.stdout, "entries %d: encrypted %d, plain %d, unknown %d\n",
-			counts["entries"], counts["encrypted"], counts["plain"], counts["unknown"])
+		fmt.Fprintf(e.stdout, "entries %d: encrypted %d, plain %d, %sunknown %d\n",
+			counts["entries"], counts["encrypted"], counts["plain"], negativeCount(counts["negative"]), counts["unknown"])
 		if kr != nil {
 			fmt.Fprintf(e.stdout, "keyring: current %d, previous %d, none %d\n", counts["keyring current"],
 				counts["entries"]-counts["keyring current"]-counts["keyring none"], counts["keyring none"])
@@ -140,14 +141,26 @@ func (k *keyring) open(ctx context.Context, key string, stored []byte) (plain, a
 }
 
 // classifyEntry sets en's mode and keyring from its stored bytes (key is
-// without --prefix): encrypted when the keyring opens them, or (without a
-// keyring) when they neither parse as the container nor as msgpack and can
-// hold a nonce and a tag; plain when they parse; unknown otherwise
-// (including a key of another Redis type, whose stored is nil, and a key no
-// AAD can be built for).
+// without --prefix): negative for a negative entry's form (a cached "not
+// found"; its keyring entry is the one that opens its sealed part);
+// encrypted when the keyring opens them, or (without a keyring) when they
+// neither parse as the container nor as msgpack and can hold a nonce and a
+// tag; plain when they parse; unknown otherwise (including a key of
+// another Redis type, whose stored is nil, and a key no AAD can be built
+// for).
 func classifyEntry(ctx context.Context, g *globalFlags, kr *keyring, en *scanEntry, key string, stored []byte) {
 	en.Mode, en.Keyring = "unknown", "none"
 	if stored == nil {
+		return
+	}
+	if sealed, ok := cachekit.NegativeSealed(stored); ok {
+		en.Mode = "negative"
+		if kr != nil {
+			if plain, _, idx, err := kr.open(ctx, key, sealed); err == nil {
+				clear(plain)
+				en.Keyring = keyringLabel(idx)
+			}
+		}
 		return
 	}
 	if kr != nil {
@@ -163,6 +176,16 @@ func classifyEntry(ctx context.Context, g *globalFlags, kr *keyring, en *scanEnt
 	case kr == nil && len(stored) >= encryption.Overhead:
 		en.Mode = "encrypted" // by elimination: not opened without --secure
 	}
+}
+
+// negativeCount is the "negative N, " of scan's and stats' counts, shown
+// only when there are negative entries (the line keeps its older form
+// otherwise).
+func negativeCount(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("negative %d, ", n)
 }
 
 // keyringLabel is keyLabel in scan's one-word form.

@@ -20,7 +20,8 @@ var cmdStats = &command{
 	summary:  "a sampled summary of the entries: by mode, by keyring entry, by size",
 	help: "Reads up to --sample entries (default 10000) whose keys match PATTERN (a Redis\n" +
 		"glob after --prefix; default *), in SCAN order, and prints how many are\n" +
-		"encrypted, plain or unknown, which keyring entry opens them (with --secure),\n" +
+		"encrypted, plain, negative (cached not-founds) or unknown, which keyring entry\n" +
+		"opens them (with --secure),\n" +
 		"how many have no expiry, and a histogram of their stored sizes. Nothing is\n" +
 		"changed and no value is printed. During a key rotation, run it with the old\n" +
 		"key among CACHEKIT_PREVIOUS_MASTER_KEYS to see how much is still sealed under it." +
@@ -79,7 +80,7 @@ func runStats(ctx context.Context, e *env, g *globalFlags, args []string) error 
 		return err
 	}
 	fmt.Fprintf(e.stdout, "entries sampled   %d (of at most %d, pattern %q)\n", n, g.sample, pattern)
-	fmt.Fprintf(e.stdout, "by mode           encrypted %d, plain %d, unknown %d\n", modes["encrypted"], modes["plain"], modes["unknown"])
+	fmt.Fprintf(e.stdout, "by mode           encrypted %d, plain %d, %sunknown %d\n", modes["encrypted"], modes["plain"], negativeCount(modes["negative"]), modes["unknown"])
 	if kr != nil {
 		fmt.Fprintf(e.stdout, "by keyring entry  current %d", keyrings["current"])
 		for i := 1; i <= 3; i++ {

@@ -2,6 +2,7 @@ package cacheaside
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -40,6 +41,59 @@ type Config struct {
 	Pace time.Duration
 	// Seed makes the operation mix reproducible.
 	Seed uint64
+	// NotFound, when set, makes absence part of the histories: every key
+	// starts absent from the source, a third of the writers remove it
+	// (then Delete it from the cache, or DEL it as a foreign writer), the
+	// loader returns NotFound for an absent key, and a read that returns
+	// an error matching NotFound read "absent" (recorded as 0, the value
+	// the register holds while the key is absent). nil: the source starts
+	// at 0 and reads of it are values.
+	NotFound error
+}
+
+// Shape is the shape of a run's histories: Goroutines per history (spread
+// over the clients), Ops per goroutine, Keys per history, the loader's
+// pause after it read the source (at most MaxLoadDelay) and the interval
+// between two operations of a goroutine (Pace; 0: back to back). Run and
+// the nemesis schedule (internal/nemesis) share it.
+type Shape struct {
+	Goroutines, Ops, Keys int
+	MaxLoadDelay, Pace    time.Duration
+}
+
+// WithDefaults returns s with its zero fields at their defaults: 6
+// goroutines, 10 operations, 2 keys, 1 ms.
+func (s Shape) WithDefaults() Shape {
+	if s.Goroutines == 0 {
+		s.Goroutines = 6
+	}
+	if s.Ops == 0 {
+		s.Ops = 10
+	}
+	if s.Keys == 0 {
+		s.Keys = 2
+	}
+	if s.MaxLoadDelay == 0 {
+		s.MaxLoadDelay = time.Millisecond
+	}
+	return s
+}
+
+// Paced calls op s.Ops times, each on a tick of s.Pace (a time.Ticker: a
+// rate, not a wait), or back to back when s.Pace is 0.
+func (s Shape) Paced(op func()) {
+	var tick <-chan time.Time
+	if s.Pace > 0 {
+		t := time.NewTicker(s.Pace)
+		defer t.Stop()
+		tick = t.C
+	}
+	for range s.Ops {
+		if tick != nil {
+			<-tick
+		}
+		op()
+	}
 }
 
 // Result is the outcome of Run.
@@ -52,31 +106,75 @@ type Result struct {
 	Errors int
 }
 
-// input is an operation's input: a write of V (returned at Ret, ns since
-// base) or a read begun at Call.
-type input struct {
+// Input is an operation's input: a write of V (returned at Ret, ns since
+// the history's base) or a read begun at Call. Porcupine checks a history
+// of Operations whose Input is an Input and whose Output is the int a read
+// returned (anything for a write).
+type Input struct {
 	Key   string
 	Write bool
 	V     int
 	Call  int64
 	Ret   int64
+	// Unknown marks a write whose cache call failed: it may or may not
+	// have reached the cache, and may land later. It is porcupine's
+	// operation that never returned: Ret (and the Operation's Return) is
+	// the end of the history, so it may take effect at any point after its
+	// call, or never (last). An unknown write may land after later writes
+	// of other clients, so it does not advance the order of definite
+	// writes (High).
+	Unknown bool
+	// Bound, when positive, is the value of the first write of Key this
+	// unknown write must precede (its client fences a failed connection:
+	// the client's next successful write of Key, and every write called
+	// after the fence ran, come after it): it may not take effect once a
+	// definite write of Bound or a later value has.
+	Bound int
+	// Ghost marks an unknown write that stores its value (a Set, a SET NX):
+	// it may land late, after later writes of other clients, so its value
+	// may be read again after them, until its Bound takes effect (without
+	// a Bound, to the end). A late delete brings no old value back: the
+	// next read loads from the source.
+	Ghost bool
+	// Losable marks a write acknowledged in a window in which the server
+	// may lose it (a failover: asynchronous replication): the value it
+	// replaced may be read again until a later write outside such a
+	// window.
+	Losable bool
 }
 
 // retired is a value the register no longer holds: overwritten by a write
-// that returned at Until.
+// that returned at Until. Loss marks a value a losable write replaced: it
+// may come back whatever the time, until a write that stays replaces it.
 type retired struct {
 	V     int
 	Until int64
+	Loss  bool
 }
 
-// state is a register: its value and the values it held before.
+// state is a register: its value, the highest value a definite write gave
+// it, the values it held before, and the ghosts: values of unknown writes
+// that may still land.
 type state struct {
-	Cur  int
-	Prev []retired
+	Cur    int
+	High   int
+	Prev   []retired
+	Ghosts []ghost
 }
+
+// ghost is the value of a Ghost write, readable while no definite write of
+// Bound or later has taken effect (Bound 0: always).
+type ghost struct{ V, Bound int }
 
 // Model is the porcupine model of a cache-aside register with staleness
-// bound delta.
+// bound delta: a read returns the register's value at some point of its
+// interval, or a value overwritten by a write that returned less than
+// delta before the read began (delta 0: that began before the write
+// returned). Whatever delta, a read may return the value of a Ghost write
+// until its Bound, and a value a Losable
+// write replaced until a write that is not losable comes, and an Unknown
+// write with a Bound may not take effect once a write of the Bound's value
+// (or a later definite value) has.
 func Model(delta time.Duration) porcupine.Model {
 	d := delta.Nanoseconds()
 	return porcupine.Model{
@@ -84,7 +182,7 @@ func Model(delta time.Duration) porcupine.Model {
 			by := map[string][]porcupine.Operation{}
 			var keys []string
 			for _, op := range h {
-				k := op.Input.(input).Key
+				k := op.Input.(Input).Key
 				if _, ok := by[k]; !ok {
 					keys = append(keys, k)
 				}
@@ -98,17 +196,21 @@ func Model(delta time.Duration) porcupine.Model {
 		},
 		Init: func() any { return state{} },
 		Step: func(st, in, out any) (bool, any) {
-			s, i := st.(state), in.(input)
+			s, i := st.(state), in.(Input)
 			if i.Write {
-				prev := append(slices.Clip(s.Prev), retired{V: s.Cur, Until: i.Ret})
-				return true, state{Cur: i.V, Prev: prev}
+				return write(s, i)
 			}
 			v := out.(int)
 			if v == s.Cur {
 				return true, s
 			}
 			for _, r := range s.Prev {
-				if r.V == v && i.Call <= r.Until+d {
+				if r.V == v && (r.Loss || i.Call <= r.Until+d) {
+					return true, s
+				}
+			}
+			for _, g := range s.Ghosts {
+				if g.V == v && (g.Bound == 0 || s.High < g.Bound) {
 					return true, s
 				}
 			}
@@ -116,16 +218,56 @@ func Model(delta time.Duration) porcupine.Model {
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(state), b.(state)
-			return x.Cur == y.Cur && slices.Equal(x.Prev, y.Prev)
+			return x.Cur == y.Cur && x.High == y.High && slices.Equal(x.Prev, y.Prev) && slices.Equal(x.Ghosts, y.Ghosts)
 		},
 		DescribeOperation: func(in, out any) string {
-			i := in.(input)
+			i := in.(Input)
 			if i.Write {
-				return fmt.Sprintf("write(%s, %d)", i.Key, i.V)
+				tag := ""
+				switch {
+				case i.Unknown && i.Bound > 0:
+					tag = fmt.Sprintf(" unknown, before %d", i.Bound)
+				case i.Unknown:
+					tag = " unknown"
+				}
+				if i.Losable {
+					tag += " losable"
+				}
+				return fmt.Sprintf("write(%s, %d)%s", i.Key, i.V, tag)
 			}
 			return fmt.Sprintf("read(%s) -> %v", i.Key, out)
 		},
+		DescribeState: func(st any) string {
+			s := st.(state)
+			return fmt.Sprintf("%d (high %d, %d retired)", s.Cur, s.High, len(s.Prev))
+		},
 	}
+}
+
+// write is the register's step for write i: it retires the current value
+// at i.Ret and caps every older value's retirement at i.Ret too (a value
+// two writes old is at least as old as the last one), unless i may be lost.
+func write(s state, i Input) (bool, state) {
+	if i.Bound > 0 && s.High >= i.Bound {
+		return false, s // the unknown write landed after the client's next write
+	}
+	prev := make([]retired, 0, len(s.Prev)+1)
+	for _, r := range s.Prev {
+		if !i.Losable && (r.Loss || r.Until > i.Ret) {
+			r.Until, r.Loss = min(r.Until, i.Ret), false
+		}
+		prev = append(prev, r)
+	}
+	prev = append(prev, retired{V: s.Cur, Until: i.Ret, Loss: i.Losable})
+	high := s.High
+	if !i.Unknown {
+		high = max(high, i.V)
+	}
+	ghosts := s.Ghosts
+	if i.Ghost {
+		ghosts = append(slices.Clip(ghosts), ghost{V: i.V, Bound: i.Bound})
+	}
+	return true, state{Cur: i.V, High: high, Prev: prev, Ghosts: ghosts}
 }
 
 // Run runs n histories and checks each with porcupine.
@@ -133,18 +275,8 @@ func Run(ctx context.Context, cfg Config, n int) (Result, error) {
 	if len(cfg.Clients) == 0 {
 		return Result{}, fmt.Errorf("cacheaside: no clients")
 	}
-	if cfg.Goroutines == 0 {
-		cfg.Goroutines = 6
-	}
-	if cfg.Ops == 0 {
-		cfg.Ops = 10
-	}
-	if cfg.Keys == 0 {
-		cfg.Keys = 2
-	}
-	if cfg.MaxLoadDelay == 0 {
-		cfg.MaxLoadDelay = time.Millisecond
-	}
+	sh := Shape{cfg.Goroutines, cfg.Ops, cfg.Keys, cfg.MaxLoadDelay, cfg.Pace}.WithDefaults()
+	cfg.Goroutines, cfg.Ops, cfg.Keys, cfg.MaxLoadDelay = sh.Goroutines, sh.Ops, sh.Keys, sh.MaxLoadDelay
 	var res Result
 	model := Model(cfg.Delta)
 	for h := range n {
@@ -188,16 +320,7 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var tick <-chan time.Time
-			if cfg.Pace > 0 {
-				t := time.NewTicker(cfg.Pace)
-				defer t.Stop()
-				tick = t.C
-			}
-			for range cfg.Ops {
-				if tick != nil {
-					<-tick
-				}
+			Shape{Ops: cfg.Ops, Pace: cfg.Pace}.Paced(func() {
 				k := rng.IntN(cfg.Keys)
 				key := keys[k]
 				kind := rng.IntN(10)
@@ -210,19 +333,22 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 					srcMu.Lock()
 					next++
 					v := next
+					if cfg.NotFound != nil && rng.IntN(3) == 0 {
+						v = 0 // a removal: the key is absent from the source
+					}
 					src[k] = v
 					srcMu.Unlock()
 					switch {
 					case kind == 0 && cfg.Foreign != nil:
 						err = cfg.Foreign(ctx, key)
-					case kind == 1:
+					case kind == 1 && v != 0:
 						err = c.Set(ctx, key, v)
 					default:
 						err = c.Delete(ctx, key)
 					}
 					ret := now()
 					locks[k].Unlock()
-					op = porcupine.Operation{ClientId: g, Input: input{Key: key, Write: true, V: v, Ret: ret}, Call: call, Output: 0, Return: ret}
+					op = porcupine.Operation{ClientId: g, Input: Input{Key: key, Write: true, V: v, Ret: ret}, Call: call, Output: 0, Return: ret}
 				default: // reader
 					delay := time.Duration(rng.Int64N(int64(cfg.MaxLoadDelay)))
 					call := now()
@@ -232,10 +358,16 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 						v := src[k]
 						srcMu.Unlock()
 						time.Sleep(delay) // the query's way back
+						if v == 0 && cfg.NotFound != nil {
+							return 0, cfg.NotFound
+						}
 						return v, nil
 					})
+					if err != nil && cfg.NotFound != nil && errors.Is(err, cfg.NotFound) {
+						v, err = 0, nil // read "absent"
+					}
 					ret := now()
-					op = porcupine.Operation{ClientId: g, Input: input{Key: key, Call: call}, Call: call, Output: v, Return: ret}
+					op = porcupine.Operation{ClientId: g, Input: Input{Key: key, Call: call}, Call: call, Output: v, Return: ret}
 				}
 				mu.Lock()
 				if err != nil {
@@ -244,7 +376,7 @@ func history(ctx context.Context, cfg Config, h int) ([]porcupine.Operation, int
 					ops = append(ops, op)
 				}
 				mu.Unlock()
-			}
+			})
 		}()
 	}
 	wg.Wait()

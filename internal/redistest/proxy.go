@@ -77,6 +77,8 @@ type proxyConn struct {
 	running bool // the forwarding goroutine runs
 	// gone is closed by end: the forwarder drops what it holds.
 	gone chan struct{}
+	// replies holds the reply chunks DelayReplies delays.
+	replies replyQueue
 }
 
 // heldChunk is a request chunk Delay holds until due.
@@ -378,6 +380,8 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 				return
 			case !toClient && (pc.delay.Load() > 0 || pc.holding()):
 				pc.hold(buf[:n], time.Now().Add(time.Duration(pc.delay.Load())))
+			case toClient && pc.replies.delaying():
+				pc.holdReply(buf[:n])
 			default:
 				if _, err := dst.Write(buf[:n]); err != nil {
 					pc.end(false)

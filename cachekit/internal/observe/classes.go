@@ -25,6 +25,9 @@ type Errors struct {
 	// a failure of its class (auth_failed, format): tampering and foreign
 	// writers stay visible on dashboards. Nil: none.
 	Unopened func(error) bool
+	// Negative reports a read answered by a cached "not found" (a
+	// negative entry): outcome NegativeHit, no class. Nil: none.
+	Negative func(error) bool
 	// Closed is the owner's closed-client sentinel.
 	Closed error
 	// Invalid are the owner's refusals of a caller's input before any I/O.
@@ -43,6 +46,8 @@ func (e *Errors) Outcome(err error) (Outcome, Class) {
 	switch {
 	case e.Degraded(err):
 		return Degraded, NoClass
+	case e.Negative != nil && e.Negative(err):
+		return NegativeHit, NoClass
 	case e.Unopened != nil && e.Unopened(err):
 		return Failed, e.Class(err)
 	case errors.Is(err, e.NotFound):

@@ -17,6 +17,7 @@ type Counters struct {
 	L2Hits, L2Misses, L2Errors, L2OpenFail atomic.Uint64
 	Loads, LoadErrors                      atomic.Uint64
 	LeaseWaits, LeasesLost                 atomic.Uint64
+	NegativeHits                           atomic.Uint64
 	Degraded, UnknownWrites                atomic.Uint64
 	NameKeyMismatches                      atomic.Uint64
 }

@@ -70,8 +70,8 @@ const (
 	Degraded                 // Redis failed and FailOpen absorbed it
 	Loaded                   // a read missed and the loader's value was returned
 	Failed                   // the caller got an error
-	// NegativeHit: a read found a cached "not found" (reserved for
-	// negative caching, a later issue; nothing reports it yet).
+	// NegativeHit: a read found a cached "not found" (a negative entry)
+	// and returned it without a load.
 	NegativeHit
 	numOutcomes
 )
