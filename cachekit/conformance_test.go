@@ -12,6 +12,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -410,67 +411,95 @@ func TestMasterKeyInputVectorsThroughSecure(t *testing.T) {
 	}
 }
 
-// libraryEnvReads parses every non-test Go file of the library (the module
-// without cmd/, bench/ and examples/) and returns the arguments of its
-// environment reads (os.Getenv, os.LookupEnv) as written, and the names of
-// the other environment calls it makes (os.Environ, os.ExpandEnv,
-// syscall.Getenv), which no library code may make.
+// libraryEnvReads parses every non-test Go file of the library (the
+// module's public packages, cmd/, bench/ and examples/ aside, and every
+// package of the module they import: what a user's binary links, and not
+// the test harnesses) and returns the arguments of its environment reads
+// (os.Getenv, os.LookupEnv) as written, and the names of the other
+// environment calls it makes (os.Environ, os.ExpandEnv, syscall.Getenv),
+// which no library code may make.
 func libraryEnvReads(t *testing.T) (reads []string, other []string) {
 	t.Helper()
-	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+	list := func(args ...string) []string {
+		cmd := exec.Command("go", append([]string{"list"}, args...)...)
+		cmd.Dir = ".."
+		out, err := cmd.Output()
 		if err != nil {
-			return err
+			t.Fatalf("go list %v: %v", args, err)
 		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "cmd", "bench", "examples", "testdata":
-				return filepath.SkipDir
-			}
-			if strings.HasPrefix(d.Name(), ".") && path != ".." {
-				return filepath.SkipDir
-			}
-			return nil
+		return strings.Fields(string(out))
+	}
+	var public []string
+	for _, p := range list("./...") {
+		rel := strings.TrimPrefix(p, "github.com/cachekit-io/cachekit-go")
+		if !strings.Contains(rel+"/", "/internal/") && !strings.HasPrefix(rel, "/cmd/") && !strings.HasPrefix(rel, "/examples/") {
+			public = append(public, p)
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			pkg, ok := sel.X.(*ast.Ident)
-			if !ok || (pkg.Name != "os" && pkg.Name != "syscall") {
-				return true
-			}
-			switch sel.Sel.Name {
-			case "Getenv", "LookupEnv":
-				if pkg.Name == "os" && len(call.Args) == 1 {
-					if id, ok := call.Args[0].(*ast.Ident); ok {
-						reads = append(reads, id.Name)
-						return true
-					}
-				}
-				other = append(other, path+": "+pkg.Name+"."+sel.Sel.Name+" with a computed name")
-			case "Environ", "ExpandEnv", "Expand", "Setenv", "Unsetenv", "Clearenv":
-				other = append(other, path+": "+pkg.Name+"."+sel.Sel.Name)
-			}
-			return true
-		})
-		return nil
-	})
+	}
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var dirs []string
+	for _, d := range list(append([]string{"-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}"}, public...)...) {
+		if strings.HasPrefix(d, root+string(filepath.Separator)) || d == root {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(public) < 5 || len(dirs) <= len(public) {
+		t.Fatalf("library packages %v, directories %v: the scan would miss the library", public, dirs)
+	}
+	fset := token.NewFileSet()
+	for _, dir := range dirs {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			reads, other = envCalls(t, fset, path, reads, other)
+		}
+	}
+	return reads, other
+}
+
+// envCalls appends to reads and other the environment calls of the file
+// at path (libraryEnvReads).
+func envCalls(t *testing.T, fset *token.FileSet, path string, reads, other []string) ([]string, []string) {
+	t.Helper()
+	f, err := parser.ParseFile(fset, path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		if !ok || (pkg.Name != "os" && pkg.Name != "syscall") {
+			return true
+		}
+		switch sel.Sel.Name {
+		case "Getenv", "LookupEnv":
+			if pkg.Name == "os" && len(call.Args) == 1 {
+				if id, ok := call.Args[0].(*ast.Ident); ok {
+					reads = append(reads, id.Name)
+					return true
+				}
+			}
+			other = append(other, path+": "+pkg.Name+"."+sel.Sel.Name+" with a computed name")
+		case "Environ", "ExpandEnv", "Expand", "Setenv", "Unsetenv", "Clearenv":
+			other = append(other, path+": "+pkg.Name+"."+sel.Sel.Name)
+		}
+		return true
+	})
 	return reads, other
 }
 
