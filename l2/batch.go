@@ -385,7 +385,7 @@ func fill(out [][]byte, vals []any, idx []int) error {
 
 // MSet stores every item with SET PX, pipelined: one round trip on a
 // standalone client, one per node on a cluster, off the auto-pipelined
-// stream (after the commands the stream still runs for callers that
+// stream (after the commands the stream still holds for callers that
 // stopped waiting, see AutoPipeline). Items apply in order. Every
 // TTL must be positive; otherwise ErrInvalidTTL is returned and nothing is
 // sent. A failure reports the first failed command; items before and after

@@ -7,7 +7,7 @@ import (
 )
 
 // evalEach runs script once per item, all in one pipeline off the
-// auto-pipelined stream (after what it still runs for callers that stopped
+// auto-pipelined stream (after what it still holds for callers that stopped
 // waiting), sent with EVAL
 // (no script cache needed; one node of a cluster takes keys of different
 // slots, each command routed by its key). args(i) gives item i's key and

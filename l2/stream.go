@@ -41,6 +41,73 @@ type stream struct {
 	abandoned atomic.Int64
 	mu        sync.Mutex
 	settled   chan struct{} // closed when abandoned drops to 0; under mu
+	// unsent holds the abandoned commands: one not yet handed to go-redis
+	// when its batch is dispatched is dropped there (dropHook), never sent.
+	unsent sync.Map // redis.Cmder -> struct{}
+}
+
+// errAbandoned is the error of a command dropped from the stream unsent:
+// its caller had stopped waiting (and was told its ctx's error).
+var errAbandoned = errors.New("l2: not sent: its caller stopped waiting before its batch was sent")
+
+// dropHook is the stream's go-redis hook: it drops from a batch, unsent,
+// every command whose caller stopped waiting before the batch was
+// dispatched. Such a command would otherwise run long after its caller
+// was told the outcome was open (a stream held by a fence or a dead
+// connection), over writes other processes made since; dropped, it is
+// not applied at all, which its caller's error allows, and the commands
+// behind it keep their order.
+type dropHook struct{ st *stream }
+
+// DialHook implements redis.Hook.
+func (dropHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook (a batch of one).
+func (h dropHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.st.abandoned.Load() != 0 && h.st.drop(cmd) {
+			return errAbandoned
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h dropHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.st.abandoned.Load() == 0 {
+			return next(ctx, cmds)
+		}
+		var kept []redis.Cmder
+		for i, c := range cmds {
+			if !h.st.drop(c) {
+				if kept != nil {
+					kept = append(kept, c)
+				}
+				continue
+			}
+			if kept == nil {
+				kept = append(make([]redis.Cmder, 0, len(cmds)), cmds[:i]...)
+			}
+		}
+		switch {
+		case kept == nil:
+			return next(ctx, cmds)
+		case len(kept) == 0:
+			return nil // each command carries errAbandoned
+		}
+		return next(ctx, kept)
+	}
+}
+
+// drop reports whether cmd was abandoned unsent, and if so gives it
+// errAbandoned.
+func (st *stream) drop(cmd redis.Cmder) bool {
+	if _, ok := st.unsent.LoadAndDelete(cmd); !ok {
+		return false
+	}
+	cmd.SetErr(errAbandoned)
+	return true
 }
 
 // AutoPipeline makes the Store send its single-key commands (Get and the
@@ -55,12 +122,14 @@ type stream struct {
 // reads at most that many bytes on it, reading a longer value again off it,
 // so no caller waits behind a large transfer.
 //
-// On the stream a caller's ctx ends its wait, not its command: a command
-// whose caller's deadline passed still runs, in its place in the stream,
-// so it is not applied after a later command of this Store: a write sent
-// off the stream (a large value, a multi-key write, a lone caller's) first
-// waits, within its ctx, until every such command has run (a lone caller
-// goes directly only when there is none). go-redis's hooks see a command on the
+// On the stream a caller's ctx ends its wait, and its command only if the
+// command was still queued: one whose batch was already dispatched still
+// runs, in its place in the stream, so it is not applied after a later
+// command of this Store; one still queued when its batch is dispatched is
+// dropped unsent (dropHook). A write sent off the stream (a large value, a
+// multi-key write, a lone caller's) first waits, within its ctx, until
+// every abandoned command has run or been dropped (a lone caller goes
+// directly only when there is none). go-redis's hooks see a command on the
 // pipeliner's background context (no values of the caller's ctx), and a
 // batch of several commands only through ProcessPipelineHook.
 //
@@ -98,6 +167,7 @@ func (s *Store) AutoPipeline(ioTimeout time.Duration) error {
 	if st.maxBytes <= 0 {
 		st.maxBytes = redis.DefaultAutoPipelineOptions().MaxBatchBytes
 	}
+	ap.AddHook(dropHook{st})
 	s.stream = st
 	return nil
 }
@@ -115,7 +185,8 @@ func init() {
 
 // send runs cmds in order and returns once each has its reply, or, on the
 // stream, when ctx ends first: then it returns ctx's error, the commands
-// still run in their place, and the caller must not read them. On the
+// run in their place or are dropped unsent, and the caller must not read
+// them. On the
 // stream each command is queued behind every command the Store queued
 // before it. Off it they go as one pipeline (one command alone) on ctx:
 // without a stream; when large (the value longer than the stream's byte
@@ -192,24 +263,32 @@ func (st *stream) run(ctx context.Context, cmds []redis.Cmder) error {
 	}
 	for i := range futs {
 		if err := futs[i].WaitContext(ctx); err != nil && err == ctx.Err() {
-			st.abandon(futs[i:])
+			st.abandon(cmds[i:], futs[i:])
 			return err
 		}
 	}
 	return nil
 }
 
-// abandon counts futs as abandoned until each has run.
-func (st *stream) abandon(futs []redis.AutoFuture) {
+// abandon counts futs (the futures of cmds) as abandoned until each has
+// run or was dropped unsent.
+func (st *stream) abandon(cmds []redis.Cmder, futs []redis.AutoFuture) {
 	own := append([]redis.AutoFuture(nil), futs...)
 	st.mu.Lock()
 	if st.abandoned.Add(int64(len(own))) == int64(len(own)) {
 		st.settled = make(chan struct{})
 	}
 	st.mu.Unlock()
+	marked := append([]redis.Cmder(nil), cmds...)
+	for _, c := range marked {
+		st.unsent.Store(c, struct{}{})
+	}
 	go func() {
 		for _, f := range own {
 			_ = f.Wait()
+		}
+		for _, c := range marked {
+			st.unsent.Delete(c) // sent before it was abandoned
 		}
 		st.mu.Lock()
 		if st.abandoned.Add(-int64(len(own))) == 0 {

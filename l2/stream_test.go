@@ -227,9 +227,51 @@ func TestStreamLoneCallerGoesDirect(t *testing.T) {
 	}
 }
 
+// TestStreamDropsAbandonedUnsent: a command whose caller stopped waiting
+// while it was still queued behind a stuck batch is never sent: once the
+// stream moves again it is dropped, not applied long after its caller was
+// told the outcome was open (the nemesis run read such a Set back 2.4 s
+// after its caller's error, over other processes' writes). The commands
+// behind it keep their order and run.
+func TestStreamDropsAbandonedUnsent(t *testing.T) {
+	t.Parallel()
+	f, _, ctx := streamed(t)
+	busy(t, f)
+	stuck := redistest.NewHoldBefore("set", "first") // holds the batch before it is sent
+	f.rdb.AddHook(stuck)
+	defer stuck.Release()
+	first := make(chan error, 1)
+	go func() { first <- f.store.Set(ctx, "first", []byte("1"), time.Minute) }()
+	<-stuck.Held()
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := f.store.Set(dctx, "k", []byte("old"), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Set queued behind a stuck batch = %v, want DeadlineExceeded", err)
+	}
+	after := make(chan error, 1)
+	go func() { after <- f.store.Set(ctx, "after", []byte("2"), time.Minute) }()
+	stuck.Release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-after; err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.rdb.Exists(bg, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS k = %d, %v: the abandoned Set was sent after its caller gave up", n, err)
+	}
+	if b, err := f.rdb.Get(bg, "after").Bytes(); err != nil || string(b) != "2" {
+		t.Fatalf("the Set queued after it: %q, %v", b, err)
+	}
+}
+
 // TestStreamHonoursDeadline: a caller whose command waits in a stuck
 // stream returns context.DeadlineExceeded at its deadline; its abandoned
-// write still runs, and a write sent off the stream waits for it.
+// write, dispatched before it was abandoned (its batch is held in a hook),
+// still runs, and a write sent off the stream waits for it.
 func TestStreamHonoursDeadline(t *testing.T) {
 	t.Parallel()
 	f, _, ctx := streamed(t)
