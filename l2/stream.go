@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cachekit-io/cachekit-go/internal/seam"
+	"github.com/cachekit-io/cachekit-go/l2/internal/queued"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,73 +42,8 @@ type stream struct {
 	abandoned atomic.Int64
 	mu        sync.Mutex
 	settled   chan struct{} // closed when abandoned drops to 0; under mu
-	// unsent holds the abandoned commands: one not yet handed to go-redis
-	// when its batch is dispatched is dropped there (dropHook), never sent.
-	unsent sync.Map // redis.Cmder -> struct{}
-}
-
-// errAbandoned is the error of a command dropped from the stream unsent:
-// its caller had stopped waiting (and was told its ctx's error).
-var errAbandoned = errors.New("l2: not sent: its caller stopped waiting before its batch was sent")
-
-// dropHook is the stream's go-redis hook: it drops from a batch, unsent,
-// every command whose caller stopped waiting before the batch was
-// dispatched. Such a command would otherwise run long after its caller
-// was told the outcome was open (a stream held by a fence or a dead
-// connection), over writes other processes made since; dropped, it is
-// not applied at all, which its caller's error allows, and the commands
-// behind it keep their order.
-type dropHook struct{ st *stream }
-
-// DialHook implements redis.Hook.
-func (dropHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook implements redis.Hook (a batch of one).
-func (h dropHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.st.abandoned.Load() != 0 && h.st.drop(cmd) {
-			return errAbandoned
-		}
-		return next(ctx, cmd)
-	}
-}
-
-// ProcessPipelineHook implements redis.Hook.
-func (h dropHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.st.abandoned.Load() == 0 {
-			return next(ctx, cmds)
-		}
-		var kept []redis.Cmder
-		for i, c := range cmds {
-			if !h.st.drop(c) {
-				if kept != nil {
-					kept = append(kept, c)
-				}
-				continue
-			}
-			if kept == nil {
-				kept = append(make([]redis.Cmder, 0, len(cmds)), cmds[:i]...)
-			}
-		}
-		switch {
-		case kept == nil:
-			return next(ctx, cmds)
-		case len(kept) == 0:
-			return nil // each command carries errAbandoned
-		}
-		return next(ctx, kept)
-	}
-}
-
-// drop reports whether cmd was abandoned unsent, and if so gives it
-// errAbandoned.
-func (st *stream) drop(cmd redis.Cmder) bool {
-	if _, ok := st.unsent.LoadAndDelete(cmd); !ok {
-		return false
-	}
-	cmd.SetErr(errAbandoned)
-	return true
+	// queued drops the abandoned commands not yet dispatched.
+	queued queued.Abandoned
 }
 
 // AutoPipeline makes the Store send its single-key commands (Get and the
@@ -126,7 +62,7 @@ func (st *stream) drop(cmd redis.Cmder) bool {
 // command was still queued: one whose batch was already dispatched still
 // runs, in its place in the stream, so it is not applied after a later
 // command of this Store; one still queued when its batch is dispatched is
-// dropped unsent (dropHook). A write sent off the stream (a large value, a
+// dropped unsent (l2/internal/queued). A write sent off the stream (a large value, a
 // multi-key write, a lone caller's) first waits, within its ctx, until
 // every abandoned command has run or been dropped (a lone caller goes
 // directly only when there is none). go-redis's hooks see a command on the
@@ -167,7 +103,7 @@ func (s *Store) AutoPipeline(ioTimeout time.Duration) error {
 	if st.maxBytes <= 0 {
 		st.maxBytes = redis.DefaultAutoPipelineOptions().MaxBatchBytes
 	}
-	ap.AddHook(dropHook{st})
+	ap.AddHook(st.queued.Hook())
 	s.stream = st
 	return nil
 }
@@ -280,16 +216,12 @@ func (st *stream) abandon(cmds []redis.Cmder, futs []redis.AutoFuture) {
 	}
 	st.mu.Unlock()
 	marked := append([]redis.Cmder(nil), cmds...)
-	for _, c := range marked {
-		st.unsent.Store(c, struct{}{})
-	}
+	st.queued.Mark(marked)
 	go func() {
 		for _, f := range own {
 			_ = f.Wait()
 		}
-		for _, c := range marked {
-			st.unsent.Delete(c) // sent before it was abandoned
-		}
+		st.queued.Unmark(marked) // those sent before they were abandoned
 		st.mu.Lock()
 		if st.abandoned.Add(-int64(len(own))) == 0 {
 			close(st.settled)
@@ -346,10 +278,11 @@ func evalCmd(ctx context.Context, name, body string, keys []string, args []any) 
 // (SCRIPT LOAD, on the key's node) and EVALSHA sent again. A large call
 // loads the script first, so that its value crosses the network once even
 // on a server that lost its scripts: its caller's transfer allowance is
-// for one send.
+// for one send. A call is large when it goes off the stream (large) or
+// its arguments carry more than LongRead bytes (with or without a stream).
 func (s *Store) script(ctx context.Context, large bool, sc *redis.Script, key string, args ...any) (*redis.Cmd, error) {
 	keys := []string{key}
-	if large {
+	if large || argBytes(args) > LongRead {
 		if err := s.loadScript(ctx, large, sc, key); err != nil {
 			return nil, err
 		}
@@ -385,6 +318,20 @@ func (s *Store) loadScript(ctx context.Context, large bool, sc *redis.Script, ke
 		return err
 	}
 	return cmd.Err()
+}
+
+// argBytes is the number of bytes args carry as strings and byte slices.
+func argBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			n += len(v)
+		case string:
+			n += len(v)
+		}
+	}
+	return n
 }
 
 // scriptLoader builds SCRIPT LOAD without sending it.
