@@ -21,9 +21,9 @@
 //     waits within its write deadline, then fails without sending).
 //   - A kill is retried until Redis runs it, finds the connection gone or
 //     refuses it (then the Fencer is off: Stats().On false), or Close;
-//     the tries back off from 10 ms to 500 ms apart, and come 10 ms apart
-//     while a write waits (a server back from a restart lets it go at
-//     once).
+//     the tries back off from 10 ms to 500 ms apart, come 10 ms apart
+//     while a write waits, and at once when a write comes to wait (a
+//     server back from a restart lets it go then).
 //   - Close ends every wait and every kill, and closes the killers.
 package fence
 
@@ -331,20 +331,17 @@ func (g *gate) unfenced(why error) {
 func (g *gate) kill(c *fconn, id int64) {
 	defer g.f.wg.Done()
 	defer g.done()
-	var k *killer
-	defer func() {
-		if k != nil {
-			_ = k.Close()
-		}
-	}()
 	backoff := fenceBackoff
 	for {
-		if k == nil {
-			k = g.killer()
-		}
+		// Each try dials afresh: a go-redis pool that failed to dial as
+		// many times as it has connections answers its last dial error,
+		// without dialing, for up to a second, and the server may be back
+		// well before that.
+		k := g.killer()
 		ctx, cancel := context.WithTimeout(g.f.bg, killTimeout)
 		err := g.tryKill(ctx, k, c, id)
 		cancel()
+		_ = k.Close()
 		switch {
 		case err == nil:
 			g.f.fenced.Add(1)
@@ -356,12 +353,6 @@ func (g *gate) kill(c *fconn, id int64) {
 		case g.f.bg.Err() != nil:
 			return
 		}
-		// The next try dials afresh: a go-redis pool that failed to dial
-		// as many times as it has connections answers its last dial error,
-		// without dialing, for up to a second, and the server may be back
-		// well before that.
-		_ = k.Close()
-		k = nil
 		if g.waiting.Load() > 0 {
 			backoff = fenceBackoff
 		}
@@ -372,18 +363,11 @@ func (g *gate) kill(c *fconn, id int64) {
 	}
 }
 
-// backoff waits d before the next try of a kill, or fenceBackoff at
-// least once a write waits on the gate; false when the Fencer closed.
+// backoff waits d before the next try of a kill, or less when a write
+// comes to wait on the gate; false when the Fencer closed.
 func (g *gate) backoff(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	floor := time.NewTimer(min(d, fenceBackoff))
-	defer floor.Stop()
-	select {
-	case <-floor.C:
-	case <-g.f.bg.Done():
-		return false
-	}
 	select {
 	case <-t.C:
 		return true
