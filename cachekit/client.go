@@ -199,7 +199,8 @@ func (c *Client) build(opts Options) error {
 		c.ownsRedis = true
 	}
 	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
-		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot, SpansUnderUnsampledParents: opts.SpansUnderUnsampledParents})
+		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot, SpansUnderUnsampledParents: opts.SpansUnderUnsampledParents,
+		L2DurationSample: opts.L2DurationSample})
 	if err != nil {
 		return err
 	}

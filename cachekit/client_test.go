@@ -238,6 +238,7 @@ func TestOptionsValidation(t *testing.T) {
 		"short key":                    {L1MaxBytes: 1, Encryption: &encryption.Config{MasterKey: make([]byte, 16)}},
 		"negative large bound":         {L1MaxBytes: 1, LargeValueConcurrency: -1},
 		"unbounded and a bound":        {L1MaxBytes: 1, LargeValueConcurrency: 2, UnboundedLargeValues: true},
+		"negative duration sampling":   {L1MaxBytes: 1, L2DurationSample: -1},
 	}
 	for name, o := range bad {
 		if _, err := New(o); !errors.Is(err, ErrConfig) {

@@ -72,14 +72,15 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
 
 // TestMetricsRecorded: every public operation and the loader are counted
 // once, by op, the tier that answered or took it, the outcome and, for
-// errors, the class a caller would branch on, and timed (every one that
-// reached Redis or ran a loader, the first of those L1 answered); the scope
-// carries the module's version.
+// errors, the class a caller would branch on, and timed (with
+// L2DurationSample 1 every one that reached Redis or ran a loader, the
+// first of those L1 answered); the scope carries the module's version.
 func TestMetricsRecorded(t *testing.T) {
 	t.Parallel()
 	_, rdb := withRedis(t)
 	mp, reader := meterProvider(t)
-	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp, Reliability: &Reliability{}})
+	c := newClient(t, Options{Redis: rdb, L1MaxBytes: 1 << 20, Encryption: encConfig(""), MeterProvider: mp, Reliability: &Reliability{},
+		L2DurationSample: 1})
 	mustSet(t, c, "k", "v")
 	for range 3 {
 		if _, err := Get[string](bg, c, "k"); err != nil { // L1 hits
@@ -191,6 +192,33 @@ func TestMetricsRecorded(t *testing.T) {
 	if t.Failed() {
 		t.Logf("collected: %v", got)
 	}
+}
+
+// By default one in observe.L2Sample of the operations Redis answered is
+// timed (the first, then every 8th of each counter cell, of which one
+// goroutine uses one or, if its stack moves, a few); cachekit.operations
+// counts them all.
+func TestL2DurationSampledByDefault(t *testing.T) {
+	t.Parallel()
+	_, rdb := withRedis(t)
+	mp, reader := meterProvider(t)
+	c := newClient(t, Options{Redis: rdb, Encryption: encConfig(""), MeterProvider: mp})
+	const n = 400
+	for range n {
+		if _, err := Get[string](bg, c, "absent"); !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	got := collect(t, reader)
+	const miss = "{op=get,outcome=miss,tier=l2}"
+	if ops := got["cachekit.operations"+miss]; ops != n {
+		t.Fatalf("cachekit.operations%s = %v, want %d", miss, ops, n)
+	}
+	lo, hi := float64(n/observe.L2Sample), float64(n/observe.L2Sample+16)
+	if d := got["cachekit.operation.duration"+miss]; d < lo || d > hi {
+		t.Fatalf("cachekit.operation.duration%s count = %v, want one in %d: %v-%v", miss, d, observe.L2Sample, lo, hi)
+	}
+	t.Logf("%d misses from Redis: %v timed", n, got["cachekit.operation.duration"+miss])
 }
 
 // The hot-path budget holds with an explicit no-op MeterProvider too.

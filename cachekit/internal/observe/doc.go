@@ -24,10 +24,12 @@
 //     sum over its Clients at collection, a closed Client's counts
 //     included (the counter never goes back; an operation that returns
 //     after its Client's Close is not counted). It carries no exemplars.
-//   - cachekit.operation.duration records every operation that L1 did not
-//     answer and one in L1Sample of those it did, decided by the count's
-//     own Tick: an L1 hit reads the clock once, not twice, and records
-//     nothing 63 times in 64.
+//   - cachekit.operation.duration records one in L1Sample of the operations
+//     L1 answered, one in Config.L2DurationSample (L2Sample) of those Redis
+//     answered, and every failed, degraded, loading or tier-none one,
+//     decided by the count's own Tick: a sampled-out operation reads the
+//     clock once, not twice, and makes no Record (the SDK's costs about
+//     0.4 µs).
 //   - Under a valid parent span that is neither sampled nor recording no
 //     span starts (the SDK's default sampler, ParentBased, would not
 //     sample it): a check of ctx, no Start, no allocation, unless

@@ -33,14 +33,21 @@ type meters struct {
 	failL1, failL2 [3][]metric.AddOption // by failReason
 	swrOK, swrFail []metric.AddOption
 	brkTo          [3][]metric.AddOption // by guard.State
+	l2Sample       uint64                // one in l2Sample of tier l2's successes is recorded
 }
 
 // L1Sample is the sampling of cachekit.operation.duration for operations
 // L1 answered (tier l1, no Redis round trip): one in L1Sample of them is
 // timed and recorded, the first, then every L1Sample-th of each
 // combination's counter cell (the counter's Tick, so sampling costs
-// nothing more). Every other operation is recorded.
+// nothing more).
 const L1Sample = 64
+
+// L2Sample is the default sampling of cachekit.operation.duration for
+// operations Redis answered (Config.L2DurationSample), counted as L1Sample
+// is. Failed and degraded operations, loads and those that reached no tier
+// are all recorded.
+const L2Sample = 8
 
 // attrOpts is one attribute set as the options a counter, a histogram and
 // an observable instrument take.
@@ -70,12 +77,15 @@ func addOpt(kv ...attribute.KeyValue) []metric.AddOption {
 }
 
 // newMeters creates the instruments on mp; nil mp means metrics off.
-func newMeters(mp metric.MeterProvider, snapshot func() Snapshot) (*meters, error) {
+func newMeters(mp metric.MeterProvider, snapshot func() Snapshot, l2Sample int) (*meters, error) {
 	if mp == nil {
 		return nil, nil
 	}
 	m := mp.Meter(Scope, metric.WithInstrumentationVersion(ModuleVersion()))
-	mt := &meters{mp: mp}
+	mt := &meters{mp: mp, l2Sample: L2Sample}
+	if l2Sample > 0 {
+		mt.l2Sample = uint64(l2Sample)
+	}
 	var err error
 	if mt.dur, err = m.Float64Histogram("cachekit.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription(durDescription),
@@ -251,24 +261,39 @@ const (
 
 // durDescription is cachekit.operation.duration's description: what a
 // dashboard gets from it.
-const durDescription = "Latency of public operations by op, tier, outcome and error.type." +
-	" Every operation that reached Redis or ran a loader (tier l2, none) is recorded;" +
-	" of those L1 answered (tier l1), one in 64: the count of tier l1 is no rate (use cachekit.operations)," +
-	" and a quantile across tiers under-weights L1." +
+const durDescription = "Latency of public operations by op, tier, outcome and error.type, sampled:" +
+	" of those L1 answered (tier l1) one in 64 is recorded; of those Redis answered (tier l2, outcome hit, miss, ok, not_stored, negative_hit)" +
+	" one in the Client's L2DurationSample (default 8); every other one (errors, degraded, loaded, tier none)." +
+	" A count is no rate (use cachekit.operations); take quantiles per tier and outcome, as a quantile across them mixes samplings." +
 	" Recorded points keep exemplars linking them to sampled traces; the Clients on one MeterProvider add up"
 
+// l2Sampled marks the outcomes of tier l2 that L2Sample samples: Redis
+// answered and no loader ran. A failure, FailOpen's degraded read and a
+// load are recorded every time.
+var l2Sampled = [numOutcomes]bool{OK: true, Hit: true, Miss: true, NotStored: true, NegativeHit: true}
+
 // recordOp counts one public operation that began at start (since epoch)
-// and records its duration: every one that L1 did not answer, one in
-// L1Sample of those it did (the counter's Tick decides). Each attribute
-// combination's counter is made the first time it is seen.
+// and records its duration: one in L1Sample of those L1 answered, one in
+// l2Sample of those Redis answered (l2Sampled), every other one (the
+// counter's Tick decides; n%k == 1%k keeps the first of a cell and then
+// every k-th, and every one when k is 1). Each attribute combination's
+// counter is made the first time it is seen.
 func (m *meters) recordOp(ctx context.Context, op Op, tier Tier, out Outcome, class Class, start time.Duration) {
 	i := combo(op, tier, out, class)
 	s := m.counts.slots[i].Load()
 	if s == nil {
 		s = m.counts.slot(i)
 	}
-	if s.n.Tick()%L1Sample != 1 && tier == L1 {
-		return
+	n := s.n.Tick()
+	switch {
+	case tier == L1:
+		if n%L1Sample != 1 {
+			return
+		}
+	case tier == L2 && l2Sampled[out]:
+		if n%m.l2Sample != 1%m.l2Sample {
+			return
+		}
 	}
 	m.dur.Record(ctx, (time.Since(epoch) - start).Seconds(), s.set.rec...)
 }

@@ -35,6 +35,9 @@ type Config struct {
 	// (ParentBased) would not sample it, and Start would cost two
 	// allocations for a span nobody sees.
 	SpansUnderUnsampledParents bool
+	// L2DurationSample is the sampling of cachekit.operation.duration for
+	// operations Redis answered without an error (L2Sample when 0).
+	L2DurationSample int
 }
 
 // Snapshot is what the observable instruments report at each collection.
@@ -73,7 +76,7 @@ func New(cfg Config) (*Observer, error) {
 	}
 	o := &Observer{cfg: cfg}
 	if cfg.Meter != nil {
-		m, err := newMeters(cfg.Meter, cfg.Snapshot)
+		m, err := newMeters(cfg.Meter, cfg.Snapshot, cfg.L2DurationSample)
 		if err != nil {
 			return nil, err
 		}

@@ -235,10 +235,10 @@ func collectOps(t *testing.T, reader *sdkmetric.ManualReader) (ops, dur map[stri
 }
 
 // meteredObserver is an Observer with metrics on mp.
-func meteredObserver(t *testing.T, mp *sdkmetric.MeterProvider) *Observer {
+func meteredObserver(t *testing.T, mp *sdkmetric.MeterProvider, l2Sample int) *Observer {
 	t.Helper()
 	o, err := New(Config{Meter: mp, Errors: &Errors{Degraded: func(error) bool { return false }},
-		Snapshot: func() Snapshot { return Snapshot{} }})
+		Snapshot: func() Snapshot { return Snapshot{} }, L2DurationSample: l2Sample})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,26 +250,44 @@ const (
 	getHitL2 = "op=get,outcome=hit,tier=l2"
 )
 
-// TestL1DurationSampled: every operation is counted; of those L1 answered
+// TestDurationSampled: every operation is counted; of those L1 answered
 // one in L1Sample is timed (the first, then every L1Sample-th of one
-// goroutine), of those that reached Redis every one.
-func TestL1DurationSampled(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	o := meteredObserver(t, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
-	defer o.Close()
-	const n = 3*L1Sample + 10
-	for range n {
-		ctx, oc := o.Begin(bg, OpGet, "k", 1)
-		o.End(ctx, oc, Result{Tier: L1}, nil)
-		ctx, oc = o.Begin(bg, OpGet, "k", 1)
-		o.End(ctx, oc, Result{Tier: L2}, nil)
-	}
-	ops, dur := collectOps(t, reader)
-	if ops[getHitL1] != n || ops[getHitL2] != n {
-		t.Fatalf("operations: l1 %d, l2 %d; want %d each (all: %v)", ops[getHitL1], ops[getHitL2], n, ops)
-	}
-	if dur[getHitL1] != 4 || dur[getHitL2] != n {
-		t.Fatalf("duration counts: l1 %d (want 4: the 1st, 65th, 129th, 193rd), l2 %d (want %d)", dur[getHitL1], dur[getHitL2], n)
+// goroutine), of those Redis answered one in L2Sample, and every failed,
+// degraded and loaded one; with L2DurationSample 1 every Redis answer.
+func TestDurationSampled(t *testing.T) {
+	const (
+		n          = 3*L1Sample + 10
+		getFailL2  = "error.type=other,op=get,outcome=error,tier=l2"
+		getDegrL2  = "op=get,outcome=degraded,tier=l2"
+		mgetLoaded = "op=mget_or_load,outcome=loaded,tier=l2"
+	)
+	for _, every := range []int{0, 1, 5} {
+		reader := sdkmetric.NewManualReader()
+		o := meteredObserver(t, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), every)
+		for range n {
+			for _, r := range []Result{{Tier: L1}, {Tier: L2}, {Tier: L2, Out: Degraded}} {
+				ctx, oc := o.Begin(bg, OpGet, "k", 1)
+				o.End(ctx, oc, r, nil)
+			}
+			ctx, oc := o.Begin(bg, OpGet, "k", 1)
+			o.End(ctx, oc, Result{Tier: L2}, errors.New("redis said no"))
+			ctx, oc = o.Begin(bg, OpMGetOrLoad, "", 2)
+			o.End(ctx, oc, Result{Tier: L2, Out: Loaded}, nil)
+		}
+		ops, dur := collectOps(t, reader)
+		o.Close()
+		for _, k := range []string{getHitL1, getHitL2, getFailL2, getDegrL2, mgetLoaded} {
+			if ops[k] != n {
+				t.Fatalf("L2DurationSample %d: operations %s = %d, want %d (all: %v)", every, k, ops[k], n, ops)
+			}
+		}
+		k := map[int]int64{0: L2Sample, 1: 1, 5: 5}[every]
+		want := map[string]int64{getHitL1: (n-1)/L1Sample + 1, getHitL2: (n-1)/k + 1, getFailL2: n, getDegrL2: n, mgetLoaded: n}
+		for key, w := range want {
+			if dur[key] != w {
+				t.Errorf("L2DurationSample %d: duration count %s = %d, want %d", every, key, dur[key], w)
+			}
+		}
 	}
 }
 
@@ -280,7 +298,7 @@ func TestL1DurationSampled(t *testing.T) {
 func TestOperationsAddUpOnOneProvider(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	a, b := meteredObserver(t, mp), meteredObserver(t, mp)
+	a, b := meteredObserver(t, mp, 0), meteredObserver(t, mp, 0)
 	hit := func(o *Observer, times int) {
 		for range times {
 			ctx, oc := o.Begin(bg, OpGet, "k", 1)
@@ -305,7 +323,7 @@ func TestOperationsAddUpOnOneProvider(t *testing.T) {
 	if ops, _ := collectOps(t, reader); len(ops) != 0 {
 		t.Fatalf("every observer closed, still reported: %v", ops)
 	}
-	c := meteredObserver(t, mp) // a new Client on the provider starts a new series
+	c := meteredObserver(t, mp, 0) // a new Client on the provider starts a new series
 	defer c.Close()
 	hit(c, 1)
 	if ops, _ := collectOps(t, reader); ops[getHitL1] != 1 {
@@ -402,8 +420,9 @@ func TestDescriptionsSayWhatADashboardKeeps(t *testing.T) {
 		if !strings.Contains(m.Description, "exemplars") || !strings.Contains(m.Description, "Client") {
 			t.Errorf("%s: description %q says nothing of exemplars or of several Clients", m.Name, m.Description)
 		}
-		if m.Name == "cachekit.operation.duration" && !strings.Contains(m.Description, "one in "+strconv.Itoa(L1Sample)) {
-			t.Errorf("%s: description %q does not give the sampling, one in %d", m.Name, m.Description, L1Sample)
+		if m.Name == "cachekit.operation.duration" && (!strings.Contains(m.Description, "one in "+strconv.Itoa(L1Sample)) ||
+			!strings.Contains(m.Description, "L2DurationSample (default "+strconv.Itoa(L2Sample)+")")) {
+			t.Errorf("%s: description %q does not give the samplings, one in %d and L2DurationSample's default %d", m.Name, m.Description, L1Sample, L2Sample)
 		}
 	}
 	if len(all) != 23 {
