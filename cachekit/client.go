@@ -211,6 +211,10 @@ func (c *Client) build(opts Options) error {
 	if c.l2 != nil {
 		if err := c.l2.Fence(c.unfenced); err != nil {
 			c.log.Info("cachekit: failed connections are not fenced", "error", err)
+		} else if n := c.l2.FenceStats().PreDialed; n > 0 {
+			c.log.LogAttrs(context.Background(), slog.LevelWarn,
+				"cachekit: connections of the injected redis client dialed before New are in use and not fenced until they close: a write abandoned on one may land after a later write (hand the client over before using it)",
+				slog.Uint64("connections", n))
 		}
 		if !opts.DisableAutoPipeline {
 			// An opened client's timeouts are sized for the largest value;
@@ -373,25 +377,22 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // unfenced warns that a failed Redis connection could not be fenced (l2
 // says so once per server and reason): a write abandoned on it may still
-// land after a later one, and a write whose outcome is unknown is no
-// longer retried.
+// land after a later one.
 func (c *Client) unfenced(why error) {
 	c.log.LogAttrs(context.Background(), slog.LevelWarn,
-		"cachekit: a failed redis connection could not be fenced: a write abandoned on it may land after a later write of this client, and writes whose outcome is unknown are not retried (grant the user +client|kill and +client|list)",
+		"cachekit: a failed redis connection could not be fenced: a write abandoned on it may land after a later write of this client (grant the user +client|kill, +client|info and +client|list)",
 		observe.ErrorAttrs(why, errClasses.Class(why))...)
 }
 
 // guardHooks connects the reliability stack to what it needs from the
 // Client: its clock, a cluster slot-map refresh after transient failures,
-// whether a write of unknown outcome may be retried (its connection
-// fenced), a PING that bypasses the stack for the breaker's background prober,
+// a PING that bypasses the stack for the breaker's background prober,
 // Close's context, the retry metric, a span event for each refused call,
 // and a log line and a metric for every breaker transition.
 func (c *Client) guardHooks() guard.Hooks {
 	h := guard.Hooks{Now: c.now, Transition: guard.LogTransitions(c.log, c.now, c.obs.BreakerTransition)}
 	if c.l2 != nil {
 		h.Transient, h.Ping, h.Background = c.l2.RefreshTopology, c.l2.Ping, c.bg
-		h.Fenced = func() bool { return c.l2.FenceStats().On }
 	}
 	if c.obs != nil {
 		h.Retry = c.obs.Retry

@@ -14,11 +14,12 @@ import (
 // stored it. When it did, L1 takes the value as SetWithTTL's does (dropped instead
 // if another write, delete or invalidation of key overlapped); when it did
 // not, nothing changes. Reliability.FailOpen does not absorb its errors: a
-// caller deciding on stored must not be handed a guess. A key that already
-// holds exactly the bytes SetIfAbsent would store counts as stored: a
-// retried attempt finds an earlier one's bytes, whose reply was lost
-// (without encryption, another writer's identical value reads the same
-// way).
+// caller deciding on stored must not be handed a guess. Stored is
+// answered only to the caller whose bytes went in: with encryption an
+// attempt whose reply was lost is resent, and a resend that finds its own
+// sealed bytes (a fresh nonce: no one else writes them) answers stored;
+// without encryption identical bytes prove nothing, so such an attempt is
+// not resent and the error matches ErrOutcomeUnknown.
 func (c *Client) SetIfAbsent(ctx context.Context, key string, value any, ttl time.Duration) (stored bool, err error) {
 	key = c.local(key)
 	ctx, oc := c.obs.Begin(ctx, observe.OpSetIfAbsent, key, 1)
@@ -63,13 +64,21 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 	t := c.ticket(key)
 	full := c.fullKey(key)
 	var ok bool
-	err = c.redis(ctx, "set", len(sealed), func(ctx context.Context) (err error) {
-		// A retry's SET NX that finds the key holding exactly its bytes
-		// answers stored (l2.SetCond): the attempt before it stored them
-		// and only its reply was lost.
-		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists)
+	set := func(ctx context.Context, resend bool) (err error) {
+		// A resent SET NX of sealed bytes (a fresh nonce: no one else
+		// writes them) that finds the key holding exactly its bytes
+		// answers stored: its first attempt stored them and only the
+		// reply was lost.
+		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists, resend)
 		return err
-	})
+	}
+	if ifExists || c.enc == nil {
+		// XX keeps its condition when it lands, and bytes others may
+		// write tell nothing: a write of unknown outcome is not resent.
+		err = c.redis(ctx, "set", len(sealed), func(ctx context.Context) error { return set(ctx, false) })
+	} else {
+		err = c.redisResend(ctx, "set", len(sealed), set)
+	}
 	if err != nil {
 		c.dropL1(key) // L2 state unknown
 		return false, observe.Result{Tier: observe.L2}, err

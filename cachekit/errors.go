@@ -70,11 +70,15 @@ var (
 	// Delete, MSet, SetIfAbsent, Touch, a load's store...) whose request
 	// may have reached Redis without a reply saying so: it timed out, its
 	// connection broke after sending, or the caller's ctx ended while it
-	// was queued. Redis may hold the new value or the old one. It never
-	// lands after a later write of this Client to the same server: the
-	// failed connection is killed by Redis (CLIENT KILL) before anything
-	// more is sent there (Stats.Fences), unless Redis refuses that
-	// (Stats.Unfenced, and a warning). A write refused before it was sent
+	// was queued. Redis may hold the new value or the old one. Such a
+	// write is not sent again (Reliability.MaxAttempts retries only what
+	// provably was not sent, and conditional writes that cannot land
+	// twice), and it never lands after a later write of this Client to the
+	// same server: the failed connection is killed by Redis (CLIENT KILL)
+	// before anything more is sent there (Stats.Fences), unless Redis
+	// refuses that (Stats.Unfenced, and a warning). The error of a write
+	// any of whose attempts may have reached Redis matches it, whatever
+	// the later attempts saw. A write refused before it was sent
 	// (ErrCircuitOpen, ErrOverloaded) does not match it.
 	ErrOutcomeUnknown = l2.ErrOutcomeUnknown
 )

@@ -137,23 +137,39 @@ func (c *Client) loadStoreFailed(key string, err error) error {
 func (c *Client) fillL2(ctx context.Context, key string, stored []byte, ttl time.Duration, f fill) (bool, error) {
 	full := c.fullKey(key)
 	var ok bool
-	err := c.redis(ctx, "set", len(stored), func(ctx context.Context) (err error) {
+	// Each kind's landing destroys its own condition (the lease, the
+	// digest, the absence), so one whose outcome is unknown is resent.
+	// Sealed bytes are this call's alone (a fresh nonce): a resend that
+	// finds them was stored by its first attempt. Bytes others may write
+	// tell nothing, and a resend that does not store leaves the outcome
+	// open.
+	own := c.enc != nil
+	err := c.redisResend(ctx, "set", len(stored), func(ctx context.Context, resend bool) (err error) {
+		again := resend && own
 		switch f.kind {
 		case fillLease:
-			ok, err = c.l2.Fill(ctx, full, f.lease, stored, ttl)
+			ok, err = c.l2.Fill(ctx, full, f.lease, stored, ttl, again)
 		case fillDigest:
-			ok, err = c.l2.SetIfDigest(ctx, full, f.replace, f.expiry, stored, ttl)
+			ok, err = c.l2.SetIfDigest(ctx, full, f.replace, f.expiry, stored, ttl, again)
 		default: // fillAbsent
 			if f.replace != "" {
-				ok, err = c.l2.SetIfDigest(ctx, full, f.replace, 0, stored, ttl)
+				ok, err = c.l2.SetIfDigest(ctx, full, f.replace, 0, stored, ttl, again)
 			} else {
-				ok, err = c.l2.SetCond(ctx, full, stored, ttl, false)
+				ok, err = c.l2.SetCond(ctx, full, stored, ttl, false, again)
 			}
+		}
+		if err == nil && !ok && resend && !own {
+			err = l2.OutcomeUnknown("set", errResentNotStored)
 		}
 		return err
 	})
 	return ok, err
 }
+
+// errResentNotStored is the cause of a resent conditional write of bytes
+// others may write that found its condition gone: its first attempt may
+// have stored the value, or someone else wrote the key.
+var errResentNotStored = errors.New("cachekit: a resent write found its condition gone; its first attempt may have stored it")
 
 // batchItem is one loaded value of a batch (or an absence: a key the
 // loader left out, cached as not found) and how it may be stored.

@@ -54,7 +54,9 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 		var state l2.LeaseState
 		var entry []byte
 		var left time.Duration
-		err := c.redis(ctx, "lease", 0, func(ctx context.Context) error {
+		// The lease is this call's alone (random): a resent Acquire that
+		// finds it reports it planted, so one of unknown outcome is resent.
+		err := c.redisResend(ctx, "lease", 0, func(ctx context.Context, _ bool) error {
 			var err error
 			state, entry, left, err = c.l2.Acquire(ctx, full, lease, c.leaseTTL, replace)
 			return err

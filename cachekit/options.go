@@ -509,7 +509,14 @@ type Reliability struct {
 
 	// MaxAttempts is how many times one operation is sent when it fails
 	// with a transient error (connection refused or reset, timeout, pool
-	// exhausted, LOADING/TRYAGAIN/...). 1 turns retries off. Default: 3.
+	// exhausted, LOADING/TRYAGAIN/...). A write whose request may have
+	// reached Redis (ErrOutcomeUnknown) is not sent again: its first
+	// attempt may have landed, and a second one could land after another
+	// process's write. So retries serve reads, writes that provably were
+	// not sent (a refused dial, a write held behind a fence), and the
+	// conditional writes whose own landing ends their condition (a lease,
+	// a load's store, an SWR refresh, and SetIfAbsent of sealed bytes),
+	// which cannot land twice. 1 turns retries off. Default: 3.
 	MaxAttempts int
 
 	// RetryBaseDelay is the backoff before the first retry; it doubles on

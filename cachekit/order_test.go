@@ -53,8 +53,8 @@ func orderCases() []orderCase {
 // the Client's deadline (a slow retransmission, a middlebox holding them:
 // they reach Redis after the connection was given up) never lands after
 // the next write of the same Client, which returned nil. Minimal returns
-// the first write's error (ErrOutcomeUnknown); Production retries it once
-// its connection is fenced, or absorbs it. Every process then reads the
+// the first write's error (ErrOutcomeUnknown); Production absorbs it
+// (FailOpen), never resending it. Every process then reads the
 // later write: this Client, and another one without L1. Run with and
 // without auto-pipelining; with it, other callers keep the stream busy.
 func TestWritesKeepOrderUnderDelay(t *testing.T) {

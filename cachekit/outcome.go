@@ -16,7 +16,8 @@ import (
 )
 
 // redis runs fn, the Redis call op that sends n bytes, under the
-// reliability stack, and counts a failure in Stats.L2Errors: not a miss,
+// reliability stack (a write whose outcome is unknown is not resent), and
+// counts a failure in Stats.L2Errors: not a miss,
 // not a closed Client, not a failed announcement sent beside a write (the
 // write went through; see publishFailed). The cache operations' Redis calls
 // go through here, except MGet's (a key of another type is no failure; it
@@ -25,7 +26,22 @@ import (
 // renewals and releases run in their own bounds, and Raw's scans and swaps
 // unguarded, as tools.
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
-	err := c.do(ctx, op, n, fn)
+	return c.counted(c.do(ctx, op, n, fn))
+}
+
+// redisResend is redis for a conditional write whose own landing destroys
+// its condition (guard.DoResend): one whose outcome is unknown may be
+// resent, and fn's resend says so. Without the stack it runs once.
+func (c *Client) redisResend(ctx context.Context, op string, n int, fn func(ctx context.Context, resend bool) error) error {
+	if c.rel == nil {
+		return c.counted(guard.Bare(ctx, op, n, c.bareBound, func(ctx context.Context) error { return fn(ctx, false) }))
+	}
+	return c.counted(c.rel.DoResend(ctx, op, n, fn))
+}
+
+// counted counts err, a Redis call's, in Stats.L2Errors (and
+// UnknownWrites) as redis documents, and returns it.
+func (c *Client) counted(err error) error {
 	if _, long := l2.IsLong(err); err != nil && !long && !errors.Is(err, l2.ErrNotFound) && !errors.Is(err, ErrClosed) {
 		c.stats.L2Errors.Add(1)
 		if errors.Is(err, ErrOutcomeUnknown) {

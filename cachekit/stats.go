@@ -57,9 +57,17 @@ type Stats struct {
 	// Fences counts Redis connections that failed while a request may
 	// have been on its way and that Redis killed, or found gone, before
 	// this Client sent anything more to that server; Unfenced those that
-	// could not be (no client ID read at the handshake, CLIENT KILL
-	// refused): a write abandoned on one may land after a later write.
-	Fences, Unfenced uint64
+	// could not be: a write abandoned on one may land after a later
+	// write. UnfencedNoID and UnfencedRefused say why: no client ID was
+	// read at the handshake (a server or proxy without HELLO), or Redis
+	// answered CLIENT KILL with an error (an ACL without +client|kill, a
+	// service that removed the command).
+	Fences, Unfenced, UnfencedNoID, UnfencedRefused uint64
+	// PreDialed is how many open connections of an injected client are
+	// not watched by the fence: dialed before New and in use while New
+	// retired the idle ones (or a pipeline pool's). It falls as they
+	// close; New warns when it is not 0.
+	PreDialed uint64
 	// NameKeyMismatches counts the times this Client, writing its
 	// name-key marker again after its loss, found another name key's
 	// marker (see NameMarker): a fleet with two name keys, where a Delete
@@ -89,7 +97,8 @@ func (c *Client) Stats() Stats {
 	}
 	if c.l2 != nil {
 		fs := c.l2.FenceStats()
-		st.Fences, st.Unfenced = fs.Fenced, fs.Unfenced
+		st.Fences, st.Unfenced, st.UnfencedNoID, st.UnfencedRefused = fs.Fenced, fs.Unfenced, fs.NoID, fs.Refused
+		st.PreDialed = fs.PreDialed
 	}
 	if c.l1 != nil {
 		ls := c.l1.Stats()

@@ -19,13 +19,14 @@ return redis.call('PEXPIRE', KEYS[1], ARGV[1])`)
 
 // setCondScript is SET KEYS[1] ARGV[1] PX ARGV[2] with NX (ARGV[3] "nx":
 // also over a placeholder) or XX (ARGV[3] "xx": not over a placeholder); 1
-// when stored.
-// NX on a key that holds exactly ARGV[1] is stored too: a retry whose
-// first attempt stored it (the length is compared before the bytes).
+// when stored. With ARGV[4] "again" (a resend of an NX whose first
+// attempt's outcome is unknown, of bytes no one else writes) a key that
+// holds exactly ARGV[1] answers 1 too: that attempt stored it (the length
+// is compared before the bytes).
 var setCondScript = redis.NewScript(luaPlaceholders + `
 local absent = redis.call('EXISTS', KEYS[1]) == 0 or placeholderAt(KEYS[1])
 if (ARGV[3] == 'nx') ~= absent then
-  if ARGV[3] == 'nx' and redis.call('TYPE', KEYS[1]).ok == 'string' and
+  if ARGV[3] == 'nx' and ARGV[4] == 'again' and redis.call('TYPE', KEYS[1]).ok == 'string' and
     redis.call('STRLEN', KEYS[1]) == #ARGV[1] and redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
   return 0
 end
@@ -136,22 +137,31 @@ func (s *Store) expireKey(ctx context.Context, key string, ttl time.Duration) (b
 // item i was stored, errs[i] is its error.
 func (s *Store) SetAbsentMany(ctx context.Context, items []Item) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "mset", setCondScript, len(items), func(i int) (string, []any) {
-		return items[i].Key, []any{items[i].Value, pxMillis(items[i].TTL), "nx"}
+		return items[i].Key, []any{items[i].Value, pxMillis(items[i].TTL), "nx", ""}
 	})
 	return eachDone("mset", len(items), cmds, err)
 }
 
 // setCondKey is SET NX (ifExists false) or XX with placeholders counted as
-// missing.
-func (s *Store) setCondKey(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists bool) (bool, error) {
+// missing; again as SetCond's.
+func (s *Store) setCondKey(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists, again bool) (bool, error) {
 	cond := "nx"
 	if ifExists {
 		cond = "xx"
 	}
-	cmd, err := s.script(ctx, s.large(len(val)), setCondScript, key, val, pxMillis(ttl), cond)
+	cmd, err := s.script(ctx, s.large(len(val)), setCondScript, key, val, pxMillis(ttl), cond, againArg(again))
 	if err != nil {
 		return false, err
 	}
 	n, err := cmd.Int64()
 	return n == 1, err
+}
+
+// againArg is the scripts' argument that turns their own-bytes check on
+// (Again).
+func againArg(again bool) string {
+	if again {
+		return "again"
+	}
+	return ""
 }

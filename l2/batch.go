@@ -406,10 +406,15 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 		return fail("mset", err)
 	}
 	cmds := make([]*redis.StatusCmd, len(items))
+	sent := make([]redis.Cmder, len(items))
+	for i, it := range items {
+		cmds[i] = setCmd(ctx, it.Key, it.Value, it.TTL)
+		sent[i] = cmds[i]
+	}
+	sent = s.once(sent, false)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, it := range items {
-			cmds[i] = setCmd(ctx, it.Key, it.Value, it.TTL)
-			_ = p.Process(ctx, cmds[i])
+		for _, c := range sent {
+			_ = p.Process(ctx, c)
 		}
 		return nil
 	})

@@ -9,15 +9,15 @@ import (
 // when key does not exist) or XX (ifExists true: only when it does), and
 // reports whether Redis stored it; a key holding a placeholder (a lease, a
 // negative entry) counts as missing (NX stores over it, XX does not). It is
-// one script. ttl is treated as for Set.
-func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists bool) (bool, error) {
+// one script. ttl is treated as for Set. again is as for Fill (NX only).
+func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists, again bool) (bool, error) {
 	if err := s.check("set"); err != nil {
 		return false, err
 	}
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	ok, err := s.setCondKey(ctx, key, val, ttl, ifExists)
+	ok, err := s.setCondKey(ctx, key, val, ttl, ifExists, again && !ifExists)
 	if err != nil {
 		return false, fail("set", err)
 	}

@@ -64,7 +64,10 @@
 // before this Store sends anything more to that server, so a write
 // abandoned on it cannot land after a later one. The *BackendError of such
 // a write matches ErrOutcomeUnknown. FenceStats.On reports whether fences work
-// (a server that refuses CLIENT KILL, or gives no ID, turns it off).
+// (a server that refuses CLIENT KILL, or gives no ID, turns it off, as does
+// a connection dialed before Fence that is still open). A client that
+// retries on its own (MaxRetries > 0) never resends the Store's writes:
+// they are marked NoRetry (once.go).
 //
 // # Errors
 //

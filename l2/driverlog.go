@@ -42,8 +42,9 @@ func (d slogDriver) Printf(ctx context.Context, format string, v ...any) {
 
 // CheckDriver logs, once per call, what in the Store's injected go-redis
 // client would let a Redis call outlive the caller's deadline (a warning:
-// ContextTimeoutEnabled off) or retry under the caller's own retries when
-// retries is true (debug: MaxRetries > 0). It never changes the client's
+// ContextTimeoutEnabled off) or retry reads under the caller's own retries
+// when retries is true (debug: MaxRetries > 0; the Store's writes are
+// never resent by go-redis, see once.go). It never changes the client's
 // settings, and says nothing about a client type it does not know.
 func (s *Store) CheckDriver(log *slog.Logger, retries bool) {
 	ctxTimeouts, max, known := s.driverSettings()
@@ -56,7 +57,7 @@ func (s *Store) CheckDriver(log *slog.Logger, retries bool) {
 	}
 	if max > 0 && retries {
 		log.LogAttrs(context.Background(), slog.LevelDebug,
-			"cachekit: injected redis client retries too (MaxRetries > 0): set MaxRetries -1 for one retry budget",
+			"cachekit: injected redis client retries reads too (MaxRetries > 0; its writes are marked never to be resent): set MaxRetries -1 for one retry budget",
 			slog.Int("max_retries", max))
 	}
 }

@@ -138,7 +138,7 @@ func TestFenceCoversEveryWrite(t *testing.T) {
 			return s.MSet(ctx, []Item{{Key: "k", Value: []byte("old"), TTL: time.Minute}})
 		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
 		{"SetCond XX then Set", func(s *Store, ctx context.Context) error {
-			_, err := s.SetCond(ctx, "k", []byte("old"), time.Minute, true)
+			_, err := s.SetCond(ctx, "k", []byte("old"), time.Minute, true, false)
 			return err
 		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
 		{"Expire then Set", func(s *Store, ctx context.Context) error {
@@ -303,7 +303,7 @@ func TestUnknownOutcome(t *testing.T) {
 	if _, err := redistest.Do(f.srv.Addr(), "LPUSH", "list", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.SetCond(bg, "list", []byte("v"), time.Minute, false); err != nil && errors.Is(err, ErrOutcomeUnknown) {
+	if _, err := f.store.SetCond(bg, "list", []byte("v"), time.Minute, false, false); err != nil && errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("an answered write's error %v matches ErrOutcomeUnknown", err)
 	}
 	// A write that could not be sent (nothing listens) is known not done.
@@ -313,38 +313,52 @@ func TestUnknownOutcome(t *testing.T) {
 	}
 }
 
-// TestRetryAfterStoredAnswersStored: a conditional write retried after its
-// first attempt stored (its reply lost) answers "stored", not "lost": SET
-// NX finds its own bytes, a lease fill finds its value, a compare-and-set
-// finds its new bytes.
+// TestRetryAfterStoredAnswersStored: a conditional write resent after
+// its first attempt stored (its reply lost) answers "stored" when it says
+// again (its bytes are its own: SET NX finds its own bytes, a lease fill
+// its value, a compare-and-set its new bytes), and only then: without
+// again, a key that happens to hold the same bytes (another caller's
+// write of the same value) answers "not stored", so two callers are never
+// both told they stored.
 func TestRetryAfterStoredAnswersStored(t *testing.T) {
 	f := setup(t)
 	val := []byte("exactly-these-bytes")
-	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false); err != nil || !ok {
+	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false, false); err != nil || !ok {
 		t.Fatalf("first SET NX = %v, %v", ok, err)
 	}
-	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false); err != nil || !ok {
+	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false, false); err != nil || ok {
+		t.Fatalf("another SET NX of the same bytes = %v, %v; want not stored", ok, err)
+	}
+	if ok, err := f.store.SetCond(bg, "nx", val, time.Minute, false, true); err != nil || !ok {
 		t.Fatalf("SET NX again with the same bytes = %v, %v; want stored", ok, err)
 	}
-	if ok, _ := f.store.SetCond(bg, "nx", []byte("other"), time.Minute, false); ok {
+	if ok, _ := f.store.SetCond(bg, "nx", []byte("other"), time.Minute, false, true); ok {
 		t.Fatal("SET NX of other bytes over an entry reported stored")
 	}
 	lease := NewLease()
 	if st, _, _, err := f.store.Acquire(bg, "fill", lease, time.Minute, ""); err != nil || st != LeaseAcquired {
 		t.Fatalf("Acquire = %v, %v", st, err)
 	}
-	for i := range 2 {
-		if ok, err := f.store.Fill(bg, "fill", lease, val, time.Minute); err != nil || !ok {
-			t.Fatalf("Fill #%d = %v, %v; want stored", i+1, ok, err)
-		}
+	if ok, err := f.store.Fill(bg, "fill", lease, val, time.Minute, false); err != nil || !ok {
+		t.Fatalf("Fill = %v, %v; want stored", ok, err)
+	}
+	if ok, err := f.store.Fill(bg, "fill", lease, val, time.Minute, false); err != nil || ok {
+		t.Fatalf("Fill of the same bytes, not again = %v, %v; want not stored", ok, err)
+	}
+	if ok, err := f.store.Fill(bg, "fill", lease, val, time.Minute, true); err != nil || !ok {
+		t.Fatalf("Fill again = %v, %v; want stored", ok, err)
 	}
 	if err := f.store.Set(bg, "cas", []byte("seen"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
-		if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), 0, val, time.Minute); err != nil || !ok {
-			t.Fatalf("SetIfDigest #%d = %v, %v; want stored", i+1, ok, err)
-		}
+	if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), 0, val, time.Minute, false); err != nil || !ok {
+		t.Fatalf("SetIfDigest = %v, %v; want stored", ok, err)
+	}
+	if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), 0, val, time.Minute, false); err != nil || ok {
+		t.Fatalf("SetIfDigest of the same bytes, not again = %v, %v; want not stored", ok, err)
+	}
+	if ok, err := f.store.SetIfDigest(bg, "cas", Digest([]byte("seen")), 0, val, time.Minute, true); err != nil || !ok {
+		t.Fatalf("SetIfDigest again = %v, %v; want stored", ok, err)
 	}
 }
 
@@ -365,7 +379,7 @@ func TestLateConditionalWritesAreHarmless(t *testing.T) {
 		delayed func(s *Store, ctx context.Context, arg string) error
 	}{
 		{"Fill", leased, func(s *Store, ctx context.Context, lease string) error {
-			_, err := s.Fill(ctx, "k", lease, []byte("loaded"), time.Minute)
+			_, err := s.Fill(ctx, "k", lease, []byte("loaded"), time.Minute, false)
 			return err
 		}},
 		{"Renew", leased, func(s *Store, ctx context.Context, lease string) error {
@@ -380,7 +394,7 @@ func TestLateConditionalWritesAreHarmless(t *testing.T) {
 			_ = s.Set(bg, "k", []byte("served"), time.Minute)
 			return Digest([]byte("served"))
 		}, func(s *Store, ctx context.Context, digest string) error {
-			_, err := s.SetIfDigest(ctx, "k", digest, 0, []byte("refreshed"), time.Minute)
+			_, err := s.SetIfDigest(ctx, "k", digest, 0, []byte("refreshed"), time.Minute, false)
 			return err
 		}},
 	}

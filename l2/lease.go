@@ -64,13 +64,13 @@ end
 return {0, redis.call('PTTL', KEYS[1]), v}`)
 
 // fillScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds the
-// lease ARGV[1], then publishes ARGV[5] on channel ARGV[4] (if not empty).
-// A key that holds ARGV[2] already is stored too: a retry whose first
-// attempt stored it.
+// lease ARGV[1], then publishes ARGV[6] on channel ARGV[5] (if not empty).
+// With ARGV[4] "again" a key that holds ARGV[2] already is stored too: a
+// resend whose first attempt stored it (Fill's again).
 var fillScript = redis.NewScript(luaPlaceholders + `
 local v = redis.pcall('GET', KEYS[1])
 if v ~= ARGV[1] then
-  if v == ARGV[2] then return 1 end
+  if ARGV[4] == 'again' and v == ARGV[2] then return 1 end
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
@@ -85,12 +85,12 @@ return redis.call('PEXPIRE', KEYS[1], ARGV[2])`)
 // casScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds bytes
 // whose digest is ARGV[1] and, when ARGV[4] is not empty, whose absolute
 // expiry (PEXPIRETIME, ms) is ARGV[4]; then it publishes as fillScript
-// does. A key that holds ARGV[2] already is stored too (a retry whose
-// first attempt stored it). A server without PEXPIRETIME (before Redis 7)
-// compares the digest alone.
+// does. With ARGV[5] "again" a key that holds ARGV[2] already is stored
+// too (a resend whose first attempt stored it). A server without
+// PEXPIRETIME (before Redis 7) compares the digest alone.
 var casScript = redis.NewScript(luaPlaceholders + `
 local v = redis.pcall('GET', KEYS[1])
-if v == ARGV[2] then return 1 end
+if ARGV[5] == 'again' and v == ARGV[2] then return 1 end
 if type(v) ~= 'string' or redis.sha1hex(v) ~= ARGV[1] then return 0 end
 if ARGV[4] ~= '' then
   local at = redis.pcall('PEXPIRETIME', KEYS[1])
@@ -185,20 +185,19 @@ func intAt(reply []any, i int) (int64, bool) {
 // reports whether it did; when the Store announces writes (AnnounceWrites),
 // the same script announces key after storing it. A key written, deleted,
 // expired or evicted since the lease was planted keeps what it has.
-func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration) (bool, error) {
-	return s.setIf(ctx, fillScript, key, lease, val, ttl)
-}
-
-// setIf runs script, a SET of val under key for ttl on the condition arg
-// names (Fill's lease, SetIfDigest's digest), announcing key after
-// storing it when the Store announces writes, and reports whether it
-// stored.
-func (s *Store) setIf(ctx context.Context, script *redis.Script, key, arg string, val []byte, ttl time.Duration) (bool, error) {
+//
+// again says the call resends one whose outcome is unknown (its reply
+// lost) and that val's bytes are the caller's alone (sealed under a fresh
+// nonce): a key that holds exactly val was then stored by that first
+// attempt, and Fill reports stored. Without again, bytes equal to val say
+// nothing (another writer may have written the same), and a resend that
+// finds the lease gone reports not stored.
+func (s *Store) Fill(ctx context.Context, key, lease string, val []byte, ttl time.Duration, again bool) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
 	ch, msg := s.announceArgs(key)
-	return s.runDone(ctx, "set", s.large(len(val)), script, key, arg, val, pxMillis(ttl), ch, msg)
+	return s.runDone(ctx, "set", s.large(len(val)), fillScript, key, lease, val, pxMillis(ttl), againArg(again), ch, msg)
 }
 
 // FillMany is Fill for several keys, one script per item in one pipeline
@@ -209,7 +208,7 @@ func (s *Store) FillMany(ctx context.Context, items []Item, leases []string) (do
 	cmds, err := s.evalEach(ctx, "mset", fillScript, len(items), func(i int) (string, []any) {
 		k := items[i].Key
 		ch, msg := s.announceArgs(k)
-		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), ch, msg}
+		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), "", ch, msg}
 	})
 	return eachDone("mset", len(items), cmds, err)
 }
@@ -279,8 +278,8 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 // expiry is expireAt (Unix ms, as ExpireTime reads it): a refresh of the
 // entry the caller read, which any write since then makes a no-op, even
 // one of the same bytes (a write sets a new expiry). It reports whether it
-// stored, and announces key as Fill does.
-func (s *Store) SetIfDigest(ctx context.Context, key, digest string, expireAt int64, val []byte, ttl time.Duration) (bool, error) {
+// stored, and announces key as Fill does; again is Fill's.
+func (s *Store) SetIfDigest(ctx context.Context, key, digest string, expireAt int64, val []byte, ttl time.Duration, again bool) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
@@ -289,7 +288,7 @@ func (s *Store) SetIfDigest(ctx context.Context, key, digest string, expireAt in
 		at = strconv.FormatInt(expireAt, 10)
 	}
 	ch, msg := s.announceArgs(key)
-	return s.runDone(ctx, "set", s.large(len(val)), casScript, key, digest, val, pxMillis(ttl), at, ch, msg)
+	return s.runDone(ctx, "set", s.large(len(val)), casScript, key, digest, val, pxMillis(ttl), at, againArg(again), ch, msg)
 }
 
 // ExpireTime returns key's absolute expiry in Unix milliseconds

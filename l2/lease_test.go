@@ -28,7 +28,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	if st, _, left, err := f.store.Acquire(bg, "k", b, time.Minute, ""); err != nil || st != LeaseHeld || left <= 0 {
 		t.Fatalf("second Acquire = %v %v, %v", st, left, err)
 	}
-	if ok, err := f.store.Fill(bg, "k", b, []byte("other's"), time.Minute); ok || err != nil {
+	if ok, err := f.store.Fill(bg, "k", b, []byte("other's"), time.Minute, false); ok || err != nil {
 		t.Fatalf("Fill with another's lease = %v, %v", ok, err)
 	}
 	if ok, err := f.store.Renew(bg, "k", a, 2*time.Minute); !ok || err != nil {
@@ -37,10 +37,10 @@ func TestLeaseLifecycle(t *testing.T) {
 	if d, _ := f.rdb.PTTL(bg, "k").Result(); d <= time.Minute {
 		t.Fatalf("renewed lease has %v left", d)
 	}
-	if ok, err := f.store.Fill(bg, "k", a, []byte("value"), time.Minute); !ok || err != nil {
+	if ok, err := f.store.Fill(bg, "k", a, []byte("value"), time.Minute, false); !ok || err != nil {
 		t.Fatalf("Fill = %v, %v", ok, err)
 	}
-	if ok, _ := f.store.Fill(bg, "k", a, []byte("again"), time.Minute); ok {
+	if ok, _ := f.store.Fill(bg, "k", a, []byte("again"), time.Minute, false); ok {
 		t.Fatal("a lease filled twice")
 	}
 	if ok, _ := f.store.Renew(bg, "k", a, time.Minute); ok {
@@ -69,7 +69,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	// A Fill after the lease expired, was deleted or overwritten stores nothing.
 	_, _, _, _ = f.store.Acquire(bg, "k", a, time.Minute, "")
 	f.rdb.Del(bg, "k")
-	if ok, _ := f.store.Fill(bg, "k", a, []byte("late"), time.Minute); ok {
+	if ok, _ := f.store.Fill(bg, "k", a, []byte("late"), time.Minute, false); ok {
 		t.Fatal("Fill after DEL stored")
 	}
 	if n, _ := f.rdb.Exists(bg, "k").Result(); n != 0 {
@@ -88,17 +88,17 @@ func TestSetIfDigest(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.rdb.Set(bg, "k", "v1", time.Minute)
-	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v0")), 0, []byte("v2"), time.Minute); ok || err != nil {
+	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v0")), 0, []byte("v2"), time.Minute, false); ok || err != nil {
 		t.Fatalf("SetIfDigest with a stale digest = %v, %v", ok, err)
 	}
-	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v1")), 0, []byte("v2"), time.Minute); !ok || err != nil {
+	if ok, err := f.store.SetIfDigest(bg, "k", Digest([]byte("v1")), 0, []byte("v2"), time.Minute, false); !ok || err != nil {
 		t.Fatalf("SetIfDigest = %v, %v", ok, err)
 	}
 	if v, _ := f.rdb.Get(bg, "k").Result(); v != "v2" {
 		t.Fatalf("redis holds %q", v)
 	}
 	f.rdb.Del(bg, "k")
-	if ok, _ := f.store.SetIfDigest(bg, "k", Digest([]byte("v2")), 0, []byte("v3"), time.Minute); ok {
+	if ok, _ := f.store.SetIfDigest(bg, "k", Digest([]byte("v2")), 0, []byte("v3"), time.Minute, false); ok {
 		t.Fatal("SetIfDigest brought a deleted key back")
 	}
 }
@@ -140,7 +140,7 @@ func TestLeaseIsAbsentToEveryRead(t *testing.T) {
 	if ok, err := f.store.Expire(bg, "k", time.Hour); ok || err != nil {
 		t.Fatalf("Expire = %v, %v", ok, err)
 	}
-	if ok, err := f.store.SetCond(bg, "k", []byte("x"), time.Minute, true); ok || err != nil {
+	if ok, err := f.store.SetCond(bg, "k", []byte("x"), time.Minute, true, false); ok || err != nil {
 		t.Fatalf("SetCond XX = %v, %v", ok, err)
 	}
 	if vals, _, other, err := f.store.readRaw(bg, []string{"k"}); err != nil || vals[0] != nil || other[0] {
@@ -156,7 +156,7 @@ func TestLeaseIsAbsentToEveryRead(t *testing.T) {
 		t.Fatal("Delete left the lease")
 	}
 	f.rdb.Set(bg, "k", lease, time.Minute)
-	if ok, err := f.store.SetCond(bg, "k", []byte("x"), time.Minute, false); !ok || err != nil {
+	if ok, err := f.store.SetCond(bg, "k", []byte("x"), time.Minute, false, false); !ok || err != nil {
 		t.Fatalf("SetCond NX over a lease = %v, %v", ok, err)
 	}
 	// A value that only starts like a lease is an entry.

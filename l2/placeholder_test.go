@@ -63,7 +63,7 @@ func TestNegativeEntryIsAbsentToPresence(t *testing.T) {
 	if d := f.rdb.PTTL(bg, "n").Val(); d > time.Minute {
 		t.Fatalf("Expire extended the negative entry to %v", d)
 	}
-	if ok, err := f.store.SetCond(bg, "n", []byte("x"), time.Minute, true); ok || err != nil {
+	if ok, err := f.store.SetCond(bg, "n", []byte("x"), time.Minute, true, false); ok || err != nil {
 		t.Fatalf("SetCond XX = %v, %v", ok, err)
 	}
 	for name, read := range map[string]func() ([]byte, error){
@@ -97,7 +97,7 @@ func TestNegativeEntryIsAbsentToPresence(t *testing.T) {
 		t.Fatalf("Delete = %d, %v; want 1 (the negative entry removed, not counted)", n, err)
 	}
 	f.rdb.Set(bg, "n", neg, time.Minute)
-	if ok, err := f.store.SetCond(bg, "n", []byte("x"), time.Minute, false); !ok || err != nil {
+	if ok, err := f.store.SetCond(bg, "n", []byte("x"), time.Minute, false, false); !ok || err != nil {
 		t.Fatalf("SetCond NX over a negative entry = %v, %v", ok, err)
 	}
 	// Bytes with the head but not the kind's length are an entry.

@@ -59,7 +59,7 @@ func TestAnnouncedWrites(t *testing.T) {
 	if st, _, _, err := f.store.Acquire(bg, "f", lease, time.Minute, ""); err != nil || st != LeaseAcquired {
 		t.Fatalf("Acquire: %v %v", st, err)
 	}
-	if ok, err := f.store.Fill(bg, "f", lease, []byte("secret"), time.Minute); !ok || err != nil {
+	if ok, err := f.store.Fill(bg, "f", lease, []byte("secret"), time.Minute, false); !ok || err != nil {
 		t.Fatalf("Fill: %v %v", ok, err)
 	}
 	if err := f.store.Announce(bg, "x", "y"); err != nil {

@@ -21,10 +21,16 @@ func (s *Store) evalEach(ctx context.Context, op string, script *redis.Script, n
 		return nil, fail(op, err)
 	}
 	cmds := make([]*redis.Cmd, n)
+	sent := make([]redis.Cmder, n)
+	for i := range n {
+		key, argv := args(i)
+		cmds[i] = script.Eval(ctx, scriptCmd{}, []string{key}, argv...)
+		sent[i] = cmds[i]
+	}
+	sent = s.once(sent, false)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range n {
-			key, argv := args(i)
-			cmds[i] = script.Eval(ctx, p, []string{key}, argv...)
+		for _, c := range sent {
+			_ = p.Process(ctx, c)
 		}
 		return nil
 	})

@@ -41,6 +41,10 @@ type Store struct {
 	seam atomic.Pointer[seam.Hook]
 	// fencer fences failed connections (Fence); nil: off.
 	fencer *fence.Fencer
+	// resends is set when the client retries commands on its own
+	// (MaxRetries > 0): the Store then marks its commands as go-redis
+	// must not resend (see once.go).
+	resends bool
 }
 
 // refreshEvery bounds how often RefreshTopology reloads a cluster's slot map.
@@ -68,9 +72,18 @@ func (s *Store) RefreshTopology() {
 // *redis.ClusterClient, a failover client or a *redis.Ring. The Store does
 // not own rdb: Close leaves it open. A nil rdb yields a Store whose every
 // call fails with a *BackendError.
+//
+// A client that retries commands on its own (go-redis's MaxRetries,
+// default 3) would resend a write whose reply was lost, which may land
+// twice: the Store's writes are marked so that it never resends them (see
+// once.go); its reads it may retry.
 func New(rdb redis.UniversalClient) *Store {
 	s := &Store{rdb: rdb}
 	s.cluster, _ = rdb.(*redis.ClusterClient)
+	if rdb != nil {
+		_, retries, _ := s.driverSettings()
+		s.resends = retries > 0
+	}
 	return s
 }
 

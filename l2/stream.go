@@ -140,19 +140,19 @@ func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error
 	st := s.stream
 	switch {
 	case st == nil:
-		s.direct(ctx, cmds)
+		s.direct(ctx, s.once(cmds, false))
 	case large:
 		if err := st.settle(ctx); err != nil {
 			return err
 		}
-		s.direct(ctx, cmds)
+		s.direct(ctx, s.once(cmds, false))
 	default:
 		// A lone caller (nothing else in flight, nothing abandoned) sends
 		// directly: the pipeliner's hand-off costs it more than it saves.
 		defer st.busy.Add(-1)
 		if st.busy.Add(1) == 1 && st.abandoned.Load() == 0 {
-			s.direct(ctx, cmds)
-		} else if err := st.run(ctx, cmds); err != nil {
+			s.direct(ctx, s.once(cmds, false))
+		} else if err := st.run(ctx, s.once(cmds, true)); err != nil {
 			return err
 		}
 	}

@@ -23,10 +23,14 @@ type Proxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup // the accept loop and every connection's goroutines
 
-	mu     sync.Mutex
-	mode   proxyMode
-	conns  map[*proxyConn]struct{}
-	closed bool
+	mu      sync.Mutex
+	mode    proxyMode
+	conns   map[*proxyConn]struct{}
+	closed  bool
+	answers []answerRule // requests the proxy answers itself (Answer)
+	// accepted counts the connections accepted (Accepted), answered the
+	// requests answered by a rule (Answered).
+	accepted, answered atomic.Int64
 
 	// delayNext, when positive, is the delay the next connection to carry
 	// a request takes on (DelayNext); slowDial holds each new connection
@@ -303,6 +307,7 @@ func (p *Proxy) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		p.accepted.Add(1)
 		p.wg.Add(1) // the counter is above zero: this goroutine holds one
 		go p.serve(c.(*net.TCPConn))
 	}
@@ -382,6 +387,7 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 				pc.hold(buf[:n], time.Now().Add(time.Duration(pc.delay.Load())))
 			case toClient && pc.replies.delaying():
 				pc.holdReply(buf[:n])
+			case !toClient && pc.answer(buf[:n]):
 			default:
 				if _, err := dst.Write(buf[:n]); err != nil {
 					pc.end(false)
@@ -402,6 +408,17 @@ func (pc *proxyConn) pump(src, dst net.Conn, toClient bool) {
 			return
 		}
 	}
+}
+
+// answer writes the proxy's own reply to the request chunk b (Answer) to
+// the client, and reports whether there was one.
+func (pc *proxyConn) answer(b []byte) bool {
+	reply := pc.p.answerFor(b)
+	if reply == nil {
+		return false
+	}
+	_, _ = pc.client.Write(reply)
+	return true
 }
 
 // holding reports whether chunks are held: a later chunk queues behind

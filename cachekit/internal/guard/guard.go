@@ -116,10 +116,6 @@ type Hooks struct {
 	// Transition hears every breaker state change, in order, under the
 	// breaker's lock: it must not call back into the Guard.
 	Transition func(from, to State, openedAt time.Time)
-	// Fenced reports whether a write whose outcome is unknown
-	// (l2.ErrOutcomeUnknown) may be retried: its failed connection is
-	// fenced before the retry leaves (l2.FenceStats.On). nil: never.
-	Fenced func() bool
 }
 
 // Guard runs Redis calls under the reliability stack. A nil *Guard runs
@@ -182,10 +178,39 @@ func (g *Guard) Do(ctx context.Context, op string, fn func(context.Context) erro
 // DoSized is Do for an operation that sends n bytes: its budget and each
 // attempt's grow by TransferTime(n), so a large write is not cut off by
 // deadlines sized for small values. The caller's deadline still applies.
+//
+// A write whose outcome is unknown (its error matches
+// l2.ErrOutcomeUnknown) is not resent: its first attempt may have landed,
+// and a second one could land again after another process's write. Only
+// what provably was not sent (a refused dial, a write held at a fence) is
+// retried.
 func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.Context) error) error {
 	if g == nil {
 		return Bare(ctx, op, n, 0, fn)
 	}
+	return g.run(ctx, op, n, false, func(ctx context.Context, _ bool) error { return fn(ctx) })
+}
+
+// DoResend is DoSized for a conditional write whose own landing destroys
+// its condition (a lease's fill replaces the lease, a compare-and-set the
+// compared bytes, a SET NX the absence): one whose outcome is unknown may
+// be resent, since the resend cannot land over its first attempt or over
+// a later write. fn's resend is true on an attempt that follows one whose
+// outcome is unknown: the write then tells "my first attempt stored it"
+// from "stored by nobody" (its own unique bytes found in the key) or
+// answers l2.ErrOutcomeUnknown. Whatever a later attempt saw, the error
+// of a call any of whose attempts may have reached Redis matches
+// l2.ErrOutcomeUnknown.
+func (g *Guard) DoResend(ctx context.Context, op string, n int, fn func(ctx context.Context, resend bool) error) error {
+	if g == nil {
+		return Bare(ctx, op, n, 0, func(ctx context.Context) error { return fn(ctx, false) })
+	}
+	return g.run(ctx, op, n, true, fn)
+}
+
+// run is DoSized and DoResend: resendable says whether an attempt whose
+// outcome is unknown may be followed by another.
+func (g *Guard) run(ctx context.Context, op string, n int, resendable bool, fn func(context.Context, bool) error) error {
 	extra := TransferTime(n)
 	deadline := time.Now().Add(g.cfg.OperationTimeout + extra)
 	callerDL, hasCallerDL := ctx.Deadline()
@@ -205,6 +230,14 @@ func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.C
 	}
 	defer func() { <-g.slots }()
 	delay := g.cfg.RetryBaseDelay
+	unknown := false // an attempt so far may have reached Redis unanswered
+	settle := func(err error) error {
+		err = Settle(ctx, op, err)
+		if err != nil && unknown && !errors.Is(err, l2.ErrOutcomeUnknown) {
+			err = l2.OutcomeUnknown(op, err)
+		}
+		return err
+	}
 	for attempt := 1; ; attempt++ {
 		probe := false
 		if g.br != nil {
@@ -213,7 +246,10 @@ func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.C
 				return g.refuse(ctx, op)
 			}
 		}
-		err := g.attempt(ctx, fn, deadline, extra)
+		resend := unknown
+		err := g.attempt(ctx, func(ctx context.Context) error { return fn(ctx, resend) }, deadline, extra)
+		lost := errors.Is(err, l2.ErrOutcomeUnknown)
+		unknown = unknown || lost
 		transient := err != nil && l2.IsTransient(err)
 		if transient && g.hooks.Transient != nil {
 			g.hooks.Transient()
@@ -230,12 +266,12 @@ func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.C
 				g.startProber()
 			}
 		}
-		if !transient || attempt >= g.cfg.MaxAttempts || gaveUp() || !g.mayRetry(err) {
-			return Settle(ctx, op, err)
+		if !transient || attempt >= g.cfg.MaxAttempts || gaveUp() || lost && !resendable {
+			return settle(err)
 		}
 		wait := delay/2 + rand.N(delay/2+1)
 		if time.Until(deadline) <= wait || !ctxwait.Sleep(ctx, wait) {
-			return Settle(ctx, op, err)
+			return settle(err)
 		}
 		delay = min(delay*2, g.cfg.RetryMaxDelay)
 		g.retries.Add(1)
@@ -243,13 +279,6 @@ func (g *Guard) DoSized(ctx context.Context, op string, n int, fn func(context.C
 			g.hooks.Retry(ctx)
 		}
 	}
-}
-
-// mayRetry reports whether a transient failure may be tried again: not a
-// write whose outcome is unknown unless its connection is fenced first
-// (the retry could otherwise be overtaken by the first attempt's bytes).
-func (g *Guard) mayRetry(err error) bool {
-	return !errors.Is(err, l2.ErrOutcomeUnknown) || g.hooks.Fenced != nil && g.hooks.Fenced()
 }
 
 // refuse counts a call the open breaker refused and returns its error.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -263,5 +264,57 @@ func TestLargeWriteGetsTransferTime(t *testing.T) {
 	defer cancel()
 	if d := left(ctx, 64<<20); d > 30*time.Millisecond {
 		t.Errorf("with a 30ms caller deadline the attempt has %v", d)
+	}
+}
+
+// TestUnknownOutcomeIsNotResent: a write whose outcome is unknown is never
+// sent again by Do (its first attempt may have landed, and a resend could
+// land again after another process's write); what provably was not sent
+// is retried. DoResend resends it, telling fn so, and the call's error
+// matches l2.ErrOutcomeUnknown whatever a later attempt saw.
+func TestUnknownOutcomeIsNotResent(t *testing.T) {
+	t.Parallel()
+	g := New(Config{MaxAttempts: 3, RetryBaseDelay: time.Millisecond, DisableBreaker: true}, Hooks{})
+	lost := l2.OutcomeUnknown("set", io.ErrUnexpectedEOF)
+	unsent := &BackendError{Op: "set", Err: syscall.ECONNREFUSED}
+
+	var calls int
+	err := g.Do(bg, "set", func(context.Context) error { calls++; return lost })
+	if calls != 1 || !errors.Is(err, l2.ErrOutcomeUnknown) {
+		t.Fatalf("Do of a write of unknown outcome: %d attempts, %v; want 1 attempt and ErrOutcomeUnknown", calls, err)
+	}
+	calls = 0
+	err = g.Do(bg, "set", func(context.Context) error {
+		calls++
+		if calls == 1 {
+			return unsent
+		}
+		return nil
+	})
+	if calls != 2 || err != nil {
+		t.Fatalf("Do of a write refused before sending: %d attempts, %v; want it retried once and nil", calls, err)
+	}
+
+	var resends []bool
+	err = g.DoResend(bg, "set", 0, func(_ context.Context, resend bool) error {
+		resends = append(resends, resend)
+		if len(resends) == 1 {
+			return lost
+		}
+		return unsent // the resend held at a fence: never sent
+	})
+	if fmt.Sprint(resends) != "[false true true]" || !errors.Is(err, l2.ErrOutcomeUnknown) {
+		t.Fatalf("DoResend: resend flags %v, error %v; want [false true true] and ErrOutcomeUnknown", resends, err)
+	}
+	resends = resends[:0]
+	err = g.DoResend(bg, "set", 0, func(_ context.Context, resend bool) error {
+		resends = append(resends, resend)
+		if len(resends) == 1 {
+			return lost
+		}
+		return nil
+	})
+	if fmt.Sprint(resends) != "[false true]" || err != nil {
+		t.Fatalf("DoResend whose resend answered: flags %v, error %v; want [false true] and nil", resends, err)
 	}
 }
