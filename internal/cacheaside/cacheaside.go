@@ -107,7 +107,9 @@ type Result struct {
 }
 
 // Input is an operation's input: a write of V (returned at Ret, ns since
-// the history's base) or a read begun at Call. Porcupine checks a history
+// the history's base) or a read begun at Call. A negative V is an absence
+// with a token of its own (a Delete in a history where the cache is the
+// data: internal/nemesis's Config.Register): a read of 0 reads it. Porcupine checks a history
 // of Operations whose Input is an Input and whose Output is the int a read
 // returned (anything for a write).
 type Input struct {
@@ -201,11 +203,11 @@ func Model(delta time.Duration) porcupine.Model {
 				return write(s, i)
 			}
 			v := out.(int)
-			if v == s.Cur {
+			if same(v, s.Cur) {
 				return true, s
 			}
 			for _, r := range s.Prev {
-				if r.V == v && (r.Loss || i.Call <= r.Until+d) {
+				if same(v, r.V) && (r.Loss || i.Call <= r.Until+d) {
 					return true, s
 				}
 			}
@@ -243,6 +245,11 @@ func Model(delta time.Duration) porcupine.Model {
 		},
 	}
 }
+
+// same reports whether a read of v returns the register's value x: the
+// value itself, or, for a read of 0 ("absent"), any absent value (0, or a
+// Delete's negative token in a register history: see Input.V).
+func same(v, x int) bool { return v == x || v == 0 && x < 0 }
 
 // write is the register's step for write i: it retires the current value
 // at i.Ret and caps every older value's retirement at i.Ret too (a value

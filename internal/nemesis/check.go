@@ -231,14 +231,25 @@ func plantStale(ops []porcupine.Operation, delta time.Duration) ([]porcupine.Ope
 				stale, at = wi.V, w.Return
 			}
 		}
-		if stale == op.Output.(int) {
-			continue
+		if stale < 0 || stale == 0 && absences(ops, in.Key) || stale == op.Output.(int) {
+			continue // an absence reads as 0 whichever Delete made it: not a value to plant
 		}
 		out := slices.Clone(ops)
 		out[i].Output = stale
 		return out, true
 	}
 	return nil, false
+}
+
+// absences reports whether a write of key in ops is a Delete with a token
+// of its own (a negative V: a Register history).
+func absences(ops []porcupine.Operation, key string) bool {
+	for _, w := range ops {
+		if wi := w.Input.(cacheaside.Input); wi.Write && wi.Key == key && wi.V < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // visualise writes the porcupine visualisation of a failing history, with

@@ -14,6 +14,12 @@
 // up to Config.MaxLoadDelay. Times are the parent's (monotonic, since the
 // history's start); a Remote call's interval contains the child's.
 //
+// With Config.Register the cache is the data (a session or token store):
+// no source, no loads, no locks; writers Set fresh values or Delete,
+// readers Get (a miss reads absent) and sometimes Delete what they just
+// read (a logout). Every Delete has a token of its own, so a deleted value
+// that comes back, a write landing twice, is a violation.
+//
 // # The faults
 //
 // Schedule injects one fault at a time, of a kind drawn from its Kinds

@@ -64,6 +64,15 @@ type Config struct {
 	FaultCount func() int
 	// Seed makes the operation mix reproducible.
 	Seed uint64
+	// Register makes the cache the data itself, as a session or token
+	// store uses it: no source of truth, no loads and no locks. A writer
+	// Sets a fresh value or Deletes the key; a reader Gets it (a miss
+	// reads absent) and, three times in five when it found a value,
+	// consumes it: Deletes what it just saw (a logout). Every write has a
+	// token of its own (a Delete's negative), so a deleted value read
+	// again is a violation. Fenced must be false: its bound needs the
+	// writes of a key made one at a time.
+	Register bool
 	// Nemesis, if not nil, injects faults while the histories run: Run
 	// calls it on its own goroutine (a test's, so it may fail the test)
 	// with a ctx that ends when the last history has, and keys, which
@@ -209,11 +218,28 @@ func runOne(ctx context.Context, cfg Config, h int, cur *running) history {
 	now := func() int64 { return time.Since(hist.base).Nanoseconds() }
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	token := func() int {
+		srcMu.Lock()
+		defer srcMu.Unlock()
+		next++
+		return next
+	}
+	add := func(rec record) {
+		mu.Lock()
+		hist.records = append(hist.records, rec)
+		mu.Unlock()
+	}
 	for g := range cfg.Goroutines {
 		ci := g % len(cfg.Clients)
 		c := cfg.Clients[ci]
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(h)<<16|uint64(g)))
 		wg.Go(func() {
+			if cfg.Register {
+				cfg.shape().Paced(func() {
+					registerOp(ctx, cfg, c, rng, keys[rng.IntN(cfg.Keys)], record{g: g, client: ci}, now, token, add)
+				})
+				return
+			}
 			cfg.shape().Paced(func() {
 				k := rng.IntN(cfg.Keys)
 				key := keys[k]
@@ -255,6 +281,41 @@ func runOne(ctx context.Context, cfg Config, h int, cur *running) history {
 	wg.Wait()
 	hist.end = now() + 1
 	return hist
+}
+
+// registerOp makes one operation of a Register history on key: a Set of
+// a fresh value, a Delete, or a Get that, three times in five when it found
+// a value, Deletes it (a second record). rec holds the goroutine and the
+// client; add keeps each record.
+func registerOp(ctx context.Context, cfg Config, c Client, rng *rand.Rand, key string, rec record,
+	now func() int64, token func() int, add func(record)) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+	defer cancel()
+	rec.key = key
+	roll := rng.IntN(100)
+	switch {
+	case roll < 30:
+		rec.kind, rec.v, rec.call = opSet, token(), now()
+		rec.err = c.Set(ctx, key, rec.v)
+	case roll < 40:
+		rec.kind, rec.v, rec.call = opDelete, -token(), now()
+		rec.err = c.Delete(ctx, key)
+	default:
+		rec.kind, rec.call = opGet, now()
+		v, found, err := c.Get(ctx, key)
+		rec.ret, rec.err = now(), err
+		if err == nil {
+			rec.reads = map[string]int{key: v} // v is 0 on a miss: absent
+		}
+		add(rec)
+		if err != nil || !found || roll < 64 {
+			return
+		}
+		rec.kind, rec.v, rec.reads, rec.call = opDelete, -token(), nil, now()
+		rec.err = c.Delete(ctx, key)
+	}
+	rec.ret = now()
+	add(rec)
 }
 
 // writeCache makes the cache write of a writer whose roll (0-26) picks

@@ -88,6 +88,9 @@ func Run(ctx context.Context, cfg Config, n int) (Result, error) {
 	if len(cfg.Clients) == 0 {
 		return Result{}, fmt.Errorf("nemesis: no clients")
 	}
+	if cfg.Register && cfg.Fenced {
+		return Result{}, fmt.Errorf("nemesis: a Register history cannot be checked with Fenced: its writes of a key overlap")
+	}
 	defaults(&cfg)
 	start := time.Now()
 	cur := &running{keys: map[int][]string{}}
