@@ -493,9 +493,11 @@ func (c *Client) markMarker(ctx context.Context) (*NameKeyMismatchError, error) 
 }
 
 // keepMarker writes the marker again once it is lost (evicted, deleted,
-// flushed), so that a Client with another name key starting later is
-// refused: at once when tracking reports the loss (onInvalidation kicks
-// it), else every markerEvery. A mismatch found then (a Client with
+// flushed, gone with a restart), so that a Client with another name key
+// starting later is refused: at once when tracking reports the loss
+// (onInvalidation kicks it) or comes back (a restart sends no
+// invalidation: modeChanged kicks it), else every markerEvery, and every
+// markerEvery in any mode while the last write failed. A mismatch found then (a Client with
 // another name key started while the marker was missing) is counted in
 // Stats.NameKeyMismatches and logged as an error when it starts; this
 // Client goes on serving the entries stored under its own names, which
@@ -506,19 +508,21 @@ func (c *Client) keepMarker() {
 	t := time.NewTicker(markerEvery)
 	defer t.Stop()
 	mismatched := false
+	held := true // the last write or check of the marker answered
 	for {
 		select {
 		case <-c.bg.Done():
 			return
 		case <-c.markerKick:
 		case <-t.C:
-			if c.inv != nil && c.inv.Heard() == coherence.ModeTracking {
+			if held && c.inv != nil && c.inv.Heard() == coherence.ModeTracking {
 				continue // tracking reports the marker's loss
 			}
 		}
 		ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
 		e, err := c.markMarker(ctx)
 		cancel()
+		held = err == nil
 		switch {
 		case err != nil:
 		case e == nil:

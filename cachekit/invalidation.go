@@ -142,7 +142,8 @@ func (c *Client) modeChanged(m coherence.Mode, why error) {
 		c.leaseWaits.Wake("", true) // waiters poll from here on
 		c.warn("invalidation "+prev.String()+" lost; L1 bypassed until it is back", "", why)
 	case coherence.ModeTracking, coherence.ModePubSub:
-		c.rel.Answered() // a connection answering is evidence Redis is back
+		c.rel.Answered()  // a connection answering is evidence Redis is back
+		c.markerLost(nil) // a restart, no invalidation sent, may have lost it
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/l2"
@@ -211,11 +212,13 @@ func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Conte
 	return leased{v: v, at: started}, nil
 }
 
-// renewer keeps a load's leases alive: each is renewed on its key every
-// LeaseTTL/3, one after the other, until stop (or Close). A renewal is
-// bounded by the attempt timeout on its own, outside the reliability
-// stack's slots (it is no caller's work and must not crowd callers out);
-// one that finds its lease gone changes nothing.
+// renewer keeps a load's leases alive: every LeaseTTL/3 until stop (or
+// Close), one lease by its script, several in one pipeline (one round
+// trip, one per node on a cluster, however many keys a batch has). A
+// renewal is bounded by the attempt timeout on its own, plus the transfer
+// allowance of what a batch sends, outside the reliability stack's slots
+// (it is no caller's work and must not crowd callers out); one that finds
+// its lease gone changes nothing.
 type renewer struct {
 	cancel context.CancelFunc
 	unlink func() bool
@@ -227,14 +230,23 @@ type renewer struct {
 func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) *renewer {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &renewer{cancel: cancel, unlink: context.AfterFunc(c.bg, cancel), done: make(chan struct{})}
-	attempt := c.rel.AttemptTimeout()
+	bound := c.rel.AttemptTimeout()
+	if len(fulls) > 1 {
+		size := 0
+		for i, full := range fulls {
+			size += len(full) + len(leases[i]) + 128 // the script's body and framing
+		}
+		bound += guard.TransferTime(size)
+	}
 	go func() {
 		defer close(r.done)
 		ctxwait.Every(rctx, max(c.leaseTTL/3, time.Millisecond), func() bool {
-			for i, full := range fulls {
-				actx, cancel := context.WithTimeout(rctx, attempt)
-				_, _ = c.l2.Renew(actx, full, leases[i], c.leaseTTL)
-				cancel()
+			actx, cancel := context.WithTimeout(rctx, bound)
+			defer cancel()
+			if len(fulls) == 1 {
+				_, _ = c.l2.Renew(actx, fulls[0], leases[0], c.leaseTTL)
+			} else {
+				_, _ = c.l2.RenewMany(actx, fulls, leases, c.leaseTTL)
 			}
 			return true
 		})

@@ -3,11 +3,14 @@ package cachekit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
 // TestMGetOrLoad: hits come from the cache, the misses from one loader
@@ -183,5 +186,56 @@ func TestMGetOrLoadReleasesUnusedLeases(t *testing.T) {
 	}
 	if n, _ := rdb.Exists(bg, c.fullKey("kept")).Result(); n != 1 {
 		t.Fatal("the loaded value was not stored")
+	}
+}
+
+// TestMGetOrLoadKeepsLargeBatchLeases: MGetOrLoad of 5,000 keys whose
+// loader takes 6 s (more than LeaseTTL, 5 s), every request to Redis
+// held 1 ms by a proxy: the leases are renewed in one pipeline per
+// renewal, so every one holds until the store (before, one round trip
+// per key: a renewal pass took over 5 s, and 2,596 of 5,000 leases and
+// their stores were lost).
+func TestMGetOrLoadKeepsLargeBatchLeases(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	opts := Production()
+	opts.RedisURL = proxy.URL()
+	opts.Invalidation, opts.SWR = nil, nil
+	c := newClient(t, opts)
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("batch:%d", i)
+	}
+	// Its connections open (a Delay holds those open now): the command
+	// pool's, and the pipeline pool's.
+	mustSet(t, c, "warm", 1)
+	if _, err := MGet[int](bg, c, []string{"warm", "warm2"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Delay(time.Millisecond)
+	got, err := MGetOrLoad(bg, c, keys, func(ctx context.Context, missing []string) (map[string]int, error) {
+		select {
+		case <-time.After(6 * time.Second): // the query's own time
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		m := make(map[string]int, len(missing))
+		for i, k := range missing {
+			m[k] = i
+		}
+		return m, nil
+	})
+	proxy.Delay(0)
+	if err != nil || len(got) != len(keys) {
+		t.Fatalf("MGetOrLoad = %d values, %v", len(got), err)
+	}
+	if st := c.Stats(); st.LeasesLost != 0 {
+		t.Fatalf("Stats.LeasesLost = %d, want 0: leases expired while the loader ran", st.LeasesLost)
+	}
+	reader := newClient(t, Options{RedisURL: srv.URL()})
+	vals, err := MGet[int](bg, reader, keys)
+	if err != nil || len(vals) != len(keys) {
+		t.Fatalf("Redis holds %d of the %d loaded values (%v)", len(vals), len(keys), err)
 	}
 }

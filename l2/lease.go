@@ -253,6 +253,23 @@ func (s *Store) Renew(ctx context.Context, key, lease string, ttl time.Duration)
 	return s.runDone(ctx, "lease", false, renewScript, key, lease, pxMillis(ttl))
 }
 
+// RenewMany is Renew for several keys, one script per key in one
+// pipeline (a round trip per node on a cluster): done[i] reports whether
+// keys[i] still held leases[i] and was renewed; errs[i] is its error.
+func (s *Store) RenewMany(ctx context.Context, keys, leases []string, ttl time.Duration) (done []bool, errs []error) {
+	if ttl <= 0 {
+		errs = make([]error, len(keys))
+		for i := range errs {
+			errs[i] = ErrInvalidTTL
+		}
+		return make([]bool, len(keys)), errs
+	}
+	cmds, err := s.evalEach(ctx, "lease", renewScript, len(keys), func(i int) (string, []any) {
+		return keys[i], []any{leases[i], pxMillis(ttl)}
+	})
+	return eachDone("lease", len(keys), cmds, err)
+}
+
 // Release deletes key while it still holds lease (a load that failed gives
 // the key back at once instead of at the lease's expiry), and reports
 // whether it did. Redis over maxmemory refuses the compare-and-delete
