@@ -69,7 +69,9 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 // In interop mode the keys are shared with other SDKs, which know no
 // lease: the loaded value is stored only where the key still holds
 // nothing (SET NX), or over exactly the entry that could not be opened, so
-// a write made while the loader ran (this Client's or another's) stays.
+// a value written while the loader ran (this Client's or another's)
+// stays; a Delete made while it ran leaves the key empty, and the loaded
+// value, perhaps read before the change the Delete announced, is stored.
 //
 // An entry that exists but cannot be opened (tampered, wrong key) is
 // replaced by a fresh load; a Redis error is returned, except under

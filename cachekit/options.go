@@ -539,18 +539,18 @@ type Reliability struct {
 	// AttemptTimeout bounds each attempt (dial, send, reply), within what is
 	// left of OperationTimeout: every Redis call carries a ctx deadline, so
 	// a call returns within it even when Redis hangs. A write of n bytes
-	// (Set, MSet) gets n at 16 MiB/s on top of both (4 s for 64 MiB). Reads
-	// get no allowance: a value must arrive within AttemptTimeout, so raise
-	// it (and OperationTimeout) for large values read over slow links
-	// (64 MiB needs about half a second on a 1 Gbit/s link). The go-redis
+	// (Set, MSet) gets n at 16 MiB/s on top of both (4 s for 64 MiB). A
+	// read's first 128 KiB must arrive within AttemptTimeout; a longer
+	// value is then read with its length's allowance at 16 MiB/s on top,
+	// as its write had. The go-redis
 	// client New opens from Options.RedisURL uses it as its dial and
 	// pool-wait timeout, and with the allowance for MaxValueBytes as its
 	// read and write timeouts (a backstop: the ctx deadline ends a call
 	// sooner). With Options.Reliability nil, each call is one attempt
-	// bounded by this default and a write's allowance; to read values of
-	// several MiB on a slow link or a loaded machine, set Reliability with
-	// a larger AttemptTimeout and OperationTimeout (MaxAttempts 1 and
-	// DisableBreaker keep it a single attempt). A call the Client's bounds
+	// bounded by this default and the transfer allowance; for more time per
+	// call (a loaded machine), set Reliability with a larger AttemptTimeout
+	// and OperationTimeout (MaxAttempts 1 and DisableBreaker keep it a
+	// single attempt). A call the Client's bounds
 	// ended returns a *BackendError wrapping ErrTimeout. Default: 200ms.
 	AttemptTimeout time.Duration
 
