@@ -242,7 +242,9 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 	r := observe.Result{Tier: observe.L1, Size: size}
 	if c.l2 != nil {
 		r.Tier = observe.L2
-		if err := c.redis(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) }); err != nil {
+		if err := c.ordered(keys, func() error {
+			return c.redis(ctx, "mset", size, func(ctx context.Context) error { return c.l2.MSet(ctx, batch) })
+		}); err != nil {
 			for _, k := range keys {
 				c.dropL1(k) // L2 state unknown: never serve the old value from L1
 			}

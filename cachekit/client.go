@@ -30,9 +30,13 @@ import (
 // the sealed bytes also stored in L2 (Redis). It is safe for concurrent use.
 // Create it with New and release it with Close.
 type Client struct {
-	prefix      string
-	compressed  bool
-	interop     bool
+	prefix     string
+	compressed bool
+	interop    bool
+	// order orders this Client's writes of a key against an interop-mode
+	// load's store (keyorder.go); nil outside interop mode or without
+	// Redis.
+	order       *keyOrder
 	jsonTags    bool // Options.StructTag "json"
 	defaultTTL  time.Duration
 	leaseTTL    time.Duration // Options.LeaseTTL, defaulted
@@ -197,6 +201,9 @@ func (c *Client) build(opts Options) error {
 		}
 		c.l2 = l2.New(rdb)
 		c.ownsRedis = true
+	}
+	if c.l2 != nil && opts.Interop {
+		c.order = newKeyOrder()
 	}
 	obs, err := observe.New(observe.Config{Tracer: opts.TracerProvider, Meter: opts.MeterProvider,
 		Digest: c.keyDigest, Errors: &errClasses, Snapshot: c.snapshot, SpansUnderUnsampledParents: opts.SpansUnderUnsampledParents,

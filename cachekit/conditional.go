@@ -72,13 +72,14 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		ok, err = c.l2.SetCond(ctx, full, sealed, ttl, ifExists, resend)
 		return err
 	}
-	if ifExists || c.enc == nil {
-		// XX keeps its condition when it lands, and bytes others may
-		// write tell nothing: a write of unknown outcome is not resent.
-		err = c.redis(ctx, "set", len(sealed), func(ctx context.Context) error { return set(ctx, false) })
-	} else {
-		err = c.redisResend(ctx, "set", len(sealed), set)
-	}
+	err = c.ordered([]string{key}, func() error {
+		if ifExists || c.enc == nil {
+			// XX keeps its condition when it lands, and bytes others may
+			// write tell nothing: a write of unknown outcome is not resent.
+			return c.redis(ctx, "set", len(sealed), func(ctx context.Context) error { return set(ctx, false) })
+		}
+		return c.redisResend(ctx, "set", len(sealed), set)
+	})
 	if err != nil {
 		c.dropL1(key) // L2 state unknown
 		return false, observe.Result{Tier: observe.L2}, err

@@ -46,8 +46,12 @@ const (
 // fill is how one loaded value is stored.
 type fill struct {
 	kind    fillKind
-	lease   string   // fillLease: the load's lease
-	replace string   // fillAbsent, fillDigest: digest of the entry it may replace
+	lease   string // fillLease: the load's lease
+	replace string // fillAbsent, fillDigest: digest of the entry it may replace
+	// seq, in interop mode (Client.order set), is the key's write
+	// sequence read before the load: a fillAbsent store goes only while
+	// no write of this Client's began since (keyorder.go).
+	seq     uint64
 	expiry  int64    // fillDigest: the served entry's PEXPIRETIME (Unix ms), 0 unknown
 	renewer *renewer // fillLease: keeps the lease until the fill answered
 }
@@ -90,7 +94,15 @@ func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration,
 		c.accepted(key, t, stored, ttl, track)
 		return landStored, at, nil
 	}
-	ok, err := c.fillL2(ctx, key, stored, ttl, f)
+	var ok bool
+	if f.kind == fillAbsent && c.order != nil {
+		_, err = c.order.store(key, f.seq, func() (err error) {
+			ok, err = c.fillL2(ctx, key, stored, ttl, f)
+			return err
+		})
+	} else {
+		ok, err = c.fillL2(ctx, key, stored, ttl, f)
+	}
 	f.renewer.stop() // Redis answered: the lease is used or lost
 	switch {
 	case err != nil:

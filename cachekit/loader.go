@@ -68,10 +68,14 @@ func GetOrLoad[T any](ctx context.Context, c *Client, key string, load func(cont
 //
 // In interop mode the keys are shared with other SDKs, which know no
 // lease: the loaded value is stored only where the key still holds
-// nothing (SET NX), or over exactly the entry that could not be opened, so
-// a value written while the loader ran (this Client's or another's)
-// stays; a Delete made while it ran leaves the key empty, and the loaded
-// value, perhaps read before the change the Delete announced, is stored.
+// nothing (SET NX), or over exactly the entry that could not be opened,
+// and only if this Client began no write of the key (Set, Delete,
+// SetIfAbsent, MSet) since the load began; a write of this Client's that
+// begins while the store is on its way is sent after it. So a value
+// written while the loader ran (this Client's or another's) stays, and so
+// does this Client's Delete; another process's Delete made while it ran
+// leaves the key empty, and the loaded value, perhaps read before the
+// change that Delete announced, is stored (there is no lease to void).
 //
 // An entry that exists but cannot be opened (tampered, wrong key) is
 // replaced by a fresh load; a Redis error is returned, except under
@@ -191,7 +195,12 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 	}
 	// L1 only, or interop mode. A caller that missed just before the
 	// previous flight stored its value starts a new flight: look again
-	// before loading.
+	// before loading. In interop mode a write of this Client's from here
+	// on makes the store give way (keyorder.go).
+	var seq uint64
+	if c.order != nil {
+		seq = c.order.seq(key)
+	}
 	replace, v, err := lookAgain[T](ctx, c, key)
 	switch {
 	case err == nil:
@@ -229,7 +238,7 @@ func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Du
 		// Interop mode: no lease in a shared key, but never over a write
 		// made while the loader ran (SET NX), or over anything but the
 		// entry that could not be opened.
-		f = fill{kind: fillAbsent, replace: replace}
+		f = fill{kind: fillAbsent, replace: replace, seq: seq}
 	}
 	if _, _, err := c.land(ctx, key, val, ttl, f, true); c.loadStoreFailed(key, err) != nil {
 		return nil, err

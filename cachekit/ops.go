@@ -42,7 +42,7 @@ func (c *Client) delete(ctx context.Context, keys []string) (int64, error) {
 	var n int64
 	var err error
 	if c.l2 != nil && len(keys) > 0 {
-		err = c.redis(ctx, "del", 0, c.delCall(keys, &n))
+		err = c.ordered(keys, func() error { return c.redis(ctx, "del", 0, c.delCall(keys, &n)) })
 	}
 	for _, k := range keys {
 		c.dropL1(k)

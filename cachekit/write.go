@@ -101,7 +101,18 @@ func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration
 // invalidation on, publishes the write in the same round trip (a failed
 // publish is l2's to report: announceFailed warns; the value is stored).
 func (c *Client) writeL2(ctx context.Context, key string, stored []byte, ttl time.Duration) error {
-	return c.redis(ctx, "set", len(stored), c.setCall(c.fullKey(key), stored, ttl))
+	return c.ordered([]string{key}, func() error {
+		return c.redis(ctx, "set", len(stored), c.setCall(c.fullKey(key), stored, ttl))
+	})
+}
+
+// ordered runs write, a Redis write of keys, in order with interop-mode
+// loads of them (keyorder.go); outside interop mode it just runs it.
+func (c *Client) ordered(keys []string, write func() error) error {
+	if c.order == nil {
+		return write()
+	}
+	return c.order.write(keys, write)
 }
 
 // L1 coherence: every path that writes L1 after a Redis round trip (Set,

@@ -344,7 +344,7 @@ func dropLeases(vals [][]byte) {
 func init() {
 	for name, s := range map[string]*redis.Script{
 		"lease.acquire": acquireScript, "lease.fill": fillScript, "lease.renew": renewScript,
-		"lease.cas": casScript, "lease.release": unlockScript,
+		"lease.cas": casScript, "lease.release": unlockScript, "set.cond": setCondScript,
 	} {
 		seam.NameScript(name, s.Hash())
 	}
