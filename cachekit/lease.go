@@ -41,7 +41,7 @@ func (c *Client) leases() bool { return c.l2 != nil && !c.interop }
 // noeviction, an ACL without EVAL) means loading without one.
 func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
 	full := c.fullKey(key)
-	lease := l2.NewLease()
+	lease := l2.NewLeaseFor(c.leaseTTL)
 	replace := ""                               // digest of an entry that failed to open, or an abandoned lease
 	giveUp := time.Now().Add(c.loadTimeout / 2) // then load without waiting any longer
 	waited := false
@@ -96,12 +96,17 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			replace = l2.Digest(entry) // replace what cannot be opened
 			continue
 		case l2.LeaseHeld:
-			// Its holder renews it every third of LeaseTTL: one with less
+			// Its holder renews it every third of its LeaseTTL (its token
+			// carries it; an older Client's, this Client's): one with less
 			// than half left is abandoned (a holder that could neither
 			// store nor release it). One caller takes it over (the others
 			// then find the new lease and wait for it); its old holder, if
 			// still alive, loses only its store.
-			if left > 0 && left < c.leaseTTL/2 && string(entry) != replace {
+			holder := c.leaseTTL // an older Client's lease carries none
+			if d, ok := l2.LeaseTTLOf(entry); ok {
+				holder = d
+			}
+			if left > 0 && left < holder/2 && string(entry) != replace {
 				replace = string(entry)
 				continue
 			}
@@ -287,7 +292,7 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	replace := make([]string, len(keys))
 	pending := make([]int, len(keys))
 	for i, k := range keys {
-		fulls[i], leases[i], pending[i] = c.fullKey(k), l2.NewLease(), i
+		fulls[i], leases[i], pending[i] = c.fullKey(k), l2.NewLeaseFor(c.leaseTTL), i
 	}
 	res := make(map[string]any, len(keys))
 	var load []string

@@ -833,3 +833,75 @@ func TestFleetSingleFlightAcrossProcesses(t *testing.T) {
 	}
 	t.Logf("processes returned after %v", took)
 }
+
+// TestMixedLeaseTTLsOneLoad: Clients with LeaseTTL 5 s and 30 s on one key
+// make one load, whichever holds the lease: a lease carries its holder's
+// LeaseTTL, and a reader judges it by that, not by its own (before, the
+// 30 s Client found the 5 s Client's fresh lease with less than half of
+// 30 s left and took it over: two loads, the first one's store lost).
+func TestMixedLeaseTTLsOneLoad(t *testing.T) {
+	t.Parallel()
+	for _, holderTTL := range []time.Duration{5 * time.Second, 30 * time.Second} {
+		t.Run(holderTTL.String(), func(t *testing.T) {
+			t.Parallel()
+			_, raw := withRedis(t)
+			o := Options{Redis: raw, Encryption: encConfig(""), FleetSingleFlight: true}
+			o.LeaseTTL = holderTTL
+			holder := newClient(t, o)
+			o.LeaseTTL = 35*time.Second - holderTTL // the other one
+			reader := newClient(t, o)
+			var loads atomic.Int32
+			release := make(chan struct{})
+			load := func(context.Context) (string, error) {
+				loads.Add(1)
+				<-release
+				return "v", nil
+			}
+			first := async(func() error { _, err := GetOrLoad(bg, holder, "k", load); return err })
+			waitWithin(t, 5*time.Second, func() bool { return loads.Load() == 1 })
+			second := async(func() error { _, err := GetOrLoad(bg, reader, "k", load); return err })
+			waitWithin(t, 5*time.Second, func() bool { return reader.Stats().LeaseWaits >= 1 || loads.Load() > 1 })
+			close(release)
+			if err := errors.Join(<-first, <-second); err != nil {
+				t.Fatal(err)
+			}
+			if n := loads.Load(); n != 1 {
+				t.Fatalf("%d loads, want 1: the %v Client took over the %v Client's live lease", n, o.LeaseTTL, holderTTL)
+			}
+		})
+	}
+}
+
+// TestOlderClientsLeaseKept: a lease an older Client planted (32 random hex
+// digits, no TTL in it) is judged by the reader's own LeaseTTL, as before:
+// with the same LeaseTTL (a fleet that agrees), one 4 s from its end is
+// waited for, not taken over, and one with less than half left is.
+func TestOlderClientsLeaseKept(t *testing.T) {
+	t.Parallel()
+	_, raw := withRedis(t)
+	c := newClient(t, Options{Redis: raw, Encryption: encConfig(""), FleetSingleFlight: true, LeaseTTL: 5 * time.Second})
+	old := l2.LeaseMagic + l2.NewToken() // today's format
+	if _, ok := l2.LeaseTTLOf([]byte(old)); ok || !l2.IsLease([]byte(old)) {
+		t.Fatal("an older Client's lease read as carrying a TTL, or not as a lease")
+	}
+	if err := raw.Set(bg, c.fullKey("k"), old, 4*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var loadedAt time.Duration
+	v, err := GetOrLoad(bg, c, "k", func(context.Context) (string, error) {
+		loadedAt = time.Since(start)
+		return "v", nil
+	})
+	if err != nil || v != "v" {
+		t.Fatalf("GetOrLoad = %q, %v", v, err)
+	}
+	if loadedAt < 1400*time.Millisecond {
+		t.Fatalf("loaded %v after start: took over an older Client's live lease (4 s of 5 s left)", loadedAt)
+	}
+	if fresh := l2.NewLeaseFor(5 * time.Second); !l2.IsLease([]byte(fresh)) || len(fresh) != len(old) {
+		t.Fatalf("a new lease %q is not a lease of today's length", fresh)
+	} else if d, ok := l2.LeaseTTLOf([]byte(fresh)); !ok || d != 5*time.Second {
+		t.Fatalf("LeaseTTLOf(new lease) = %v, %v", d, ok)
+	}
+}

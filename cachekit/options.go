@@ -152,11 +152,11 @@ type Options struct {
 	// the loading Client renews it every LeaseTTL/3 until its store has
 	// answered, so it bounds how long a key stays blocked after its
 	// loader's process died (another Client takes over a lease with less
-	// than half of it left), not how long a load may take. The Clients
-	// sharing keys must agree on it: a Client judges another's lease by
-	// its own LeaseTTL, so one with a longer LeaseTTL takes over a shorter
-	// one's live lease (two loads, the first one's store lost). Default:
-	// 0, which New treats as 5 seconds.
+	// than half of its holder's LeaseTTL left: the lease carries it), not
+	// how long a load may take. Clients sharing keys may differ in it,
+	// except beside Clients released before the lease carried it, which
+	// judge every lease by their own. Default: 0, which New treats as 5
+	// seconds.
 	LeaseTTL time.Duration
 
 	// NegativeTTL turns on negative caching: a "not found" a loader returns

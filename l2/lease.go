@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -20,10 +21,36 @@ import (
 // writes the key in between (a Set, a Delete, another SDK, redis-cli,
 // expiry or eviction) replaces the placeholder, and the store is dropped: a
 // value computed before that write never overwrites it. A lease is
-// LeaseMagic followed by 32 hex digits of token: 44 bytes.
+// LeaseMagic followed by 32 characters of token: 44 bytes. NewLeaseFor's
+// token is 't', the holder's lease TTL in milliseconds as 8 hex digits,
+// and 23 random hex digits, so that a reader judges the lease by its
+// holder's TTL (LeaseTTLOf); older Clients wrote 32 random hex digits,
+// which never start with 't'.
 
 // NewLease returns a fresh placeholder with a random token.
 func NewLease() string { return LeaseMagic + NewToken() }
+
+// NewLeaseFor returns a fresh placeholder whose token carries ttl, its
+// holder's lease TTL (capped at 2^32-1 ms, about 49 days), beside 92
+// random bits.
+func NewLeaseFor(ttl time.Duration) string {
+	ms := min(max(ttl.Milliseconds(), 0), 1<<32-1)
+	return LeaseMagic + "t" + fmt.Sprintf("%08x", ms) + NewToken()[:23]
+}
+
+// LeaseTTLOf returns the holder's lease TTL a lease placeholder carries
+// (NewLeaseFor), and false for a lease that carries none (an older
+// Client's) or bytes that are not a lease.
+func LeaseTTLOf(lease []byte) (time.Duration, bool) {
+	if !IsLease(lease) || lease[len(LeaseMagic)] != 't' {
+		return 0, false
+	}
+	ms, err := strconv.ParseUint(string(lease[len(LeaseMagic)+1:len(LeaseMagic)+9]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
 
 // NewToken returns 32 random hex digits: a lock token (TryLock) no other
 // caller holds.
