@@ -89,29 +89,36 @@ func TestUnknownWriteIsNotResent(t *testing.T) {
 // "stored", keeps its TTL and holds an L1 copy (before, the second was
 // told stored too, 40 of 40). 40 keys per preset.
 func TestSetIfAbsentStoredOnce(t *testing.T) {
+	eachPresetOnRedis(t, func(t *testing.T, opts Options) {
+		a, b := newClient(t, opts), newClient(t, opts)
+		for i := range 40 {
+			key := fmt.Sprintf("nx%d", i)
+			first, err := a.SetIfAbsent(bg, key, "same", time.Hour)
+			if err != nil || !first {
+				t.Fatalf("the first SetIfAbsent = %v, %v", first, err)
+			}
+			second, err := b.SetIfAbsent(bg, key, "same", time.Minute)
+			if err != nil || second {
+				t.Fatalf("key %d: the second SetIfAbsent of the same value = %v, %v; want not stored", i, second, err)
+			}
+			if left, err := b.TTL(bg, key); err != nil || left < 59*time.Minute {
+				t.Fatalf("key %d: TTL %v, %v: the second caller's TTL was applied", i, left, err)
+			}
+		}
+		if st := b.Stats(); st.L1Hits != 0 {
+			t.Fatalf("the second caller has L1 hits %d", st.L1Hits)
+		}
+	})
+}
+
+// eachPresetOnRedis runs test in parallel for each preset as shipped, on
+// a redis-server of its own (opts.RedisURL set).
+func eachPresetOnRedis(t *testing.T, test func(t *testing.T, opts Options)) {
 	for name, opts := range presetsAsShipped(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv := redistest.Start(t)
-			opts.RedisURL = srv.URL()
-			a, b := newClient(t, opts), newClient(t, opts)
-			for i := range 40 {
-				key := fmt.Sprintf("nx%d", i)
-				first, err := a.SetIfAbsent(bg, key, "same", time.Hour)
-				if err != nil || !first {
-					t.Fatalf("the first SetIfAbsent = %v, %v", first, err)
-				}
-				second, err := b.SetIfAbsent(bg, key, "same", time.Minute)
-				if err != nil || second {
-					t.Fatalf("key %d: the second SetIfAbsent of the same value = %v, %v; want not stored", i, second, err)
-				}
-				if left, err := b.TTL(bg, key); err != nil || left < 59*time.Minute {
-					t.Fatalf("key %d: TTL %v, %v: the second caller's TTL was applied", i, left, err)
-				}
-			}
-			if st := b.Stats(); st.L1Hits != 0 {
-				t.Fatalf("the second caller has L1 hits %d", st.L1Hits)
-			}
+			opts.RedisURL = redistest.Start(t).URL()
+			test(t, opts)
 		})
 	}
 }
@@ -235,37 +242,32 @@ func TestFenceRefusedWarnsOnce(t *testing.T) {
 // TestConcurrentSetIfAbsentOneWinner: many callers of SetIfAbsent on one
 // key at once, sealed or not: exactly one is told stored.
 func TestConcurrentSetIfAbsentOneWinner(t *testing.T) {
-	for name, opts := range presetsAsShipped(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srv := redistest.Start(t)
-			opts.RedisURL = srv.URL()
-			clients := []*Client{newClient(t, opts), newClient(t, opts), newClient(t, opts)}
-			for round := range 20 {
-				key := fmt.Sprintf("race%d", round)
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				stored := 0
-				for i := range 12 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						ok, err := clients[i%3].SetIfAbsent(bg, key, "same", time.Minute)
-						if err != nil {
-							t.Error(err)
-						}
-						if ok {
-							mu.Lock()
-							stored++
-							mu.Unlock()
-						}
-					}()
-				}
-				wg.Wait()
-				if stored != 1 {
-					t.Fatalf("round %d: %d callers told stored, want 1", round, stored)
-				}
+	eachPresetOnRedis(t, func(t *testing.T, opts Options) {
+		clients := []*Client{newClient(t, opts), newClient(t, opts), newClient(t, opts)}
+		for round := range 20 {
+			key := fmt.Sprintf("race%d", round)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			stored := 0
+			for i := range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := clients[i%3].SetIfAbsent(bg, key, "same", time.Minute)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						mu.Lock()
+						stored++
+						mu.Unlock()
+					}
+				}()
 			}
-		})
-	}
+			wg.Wait()
+			if stored != 1 {
+				t.Fatalf("round %d: %d callers told stored, want 1", round, stored)
+			}
+		}
+	})
 }

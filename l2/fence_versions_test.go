@@ -116,14 +116,7 @@ func TestFencePreDialed(t *testing.T) {
 			}
 			testwait.For(t, 2*time.Second, func() bool { return int(rdb.PoolStats().IdleConns) >= max(1, opts.MinIdleConns) },
 				"the pre-dialed connections")
-			s := New(rdb)
-			if err := s.Fence(nil); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			if st := s.FenceStats(); st.PreDialed != 0 || !st.On {
-				t.Fatalf("FenceStats %+v after Fence retired the idle connections", st)
-			}
+			s := fencedPreDialed(t, rdb)
 			f := &fenceFixture{srv: srv, proxy: p, rdb: rdb, store: s}
 			for round := range 10 {
 				f.reorder(t, round, time.Second)
@@ -160,14 +153,7 @@ func TestFencePreDialedCluster(t *testing.T) {
 	if err := rdb.ForEachMaster(bg, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() }); err != nil {
 		t.Fatal(err)
 	}
-	s := New(rdb)
-	if err := s.Fence(nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	if st := s.FenceStats(); st.PreDialed != 0 || !st.On {
-		t.Fatalf("FenceStats %+v after Fence retired the idle connections", st)
-	}
+	s := fencedPreDialed(t, rdb)
 	for round := range 10 {
 		key := []string{"a", "b", "c", "d", "e"}[round%5]
 		p := proxies[cl.MasterOf(cl.Slot(t, key))]
@@ -195,6 +181,21 @@ func TestFencePreDialedCluster(t *testing.T) {
 	if st := s.FenceStats(); st.Fenced < 10 || st.Unfenced != 0 {
 		t.Fatalf("FenceStats %+v, want 10 fences", st)
 	}
+}
+
+// fencedPreDialed returns a fenced Store on rdb, a client used before,
+// after checking that Fence retired every pre-dialed connection.
+func fencedPreDialed(t *testing.T, rdb redis.UniversalClient) *Store {
+	t.Helper()
+	s := New(rdb)
+	if err := s.Fence(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if st := s.FenceStats(); st.PreDialed != 0 || !st.On {
+		t.Fatalf("FenceStats %+v after Fence retired the idle connections", st)
+	}
+	return s
 }
 
 // TestFenceDialsDuringOutage: 16 connections fail at once and the server
