@@ -243,7 +243,7 @@ func (g *Guard) run(ctx context.Context, op string, n int, resendable bool, fn f
 		if g.br != nil {
 			var ok bool
 			if ok, probe = g.br.allow(); !ok {
-				return g.refuse(ctx, op)
+				return settle(g.refuse(ctx, op)) // after a lost attempt, still unknown
 			}
 		}
 		resend := unknown

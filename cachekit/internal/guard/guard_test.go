@@ -317,4 +317,11 @@ func TestUnknownOutcomeIsNotResent(t *testing.T) {
 	if fmt.Sprint(resends) != "[false true]" || err != nil {
 		t.Fatalf("DoResend whose resend answered: flags %v, error %v; want [false true] and nil", resends, err)
 	}
+	// The breaker opening after a lost attempt refuses the resend: still
+	// unknown.
+	tripping := New(Config{MaxAttempts: 3, RetryBaseDelay: time.Millisecond, BreakerThreshold: 1}, Hooks{})
+	err = tripping.DoResend(bg, "set", 0, func(context.Context, bool) error { return lost })
+	if !errors.Is(err, l2.ErrOutcomeUnknown) || !errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("DoResend refused by the breaker after a lost attempt = %v, want ErrCircuitOpen matching ErrOutcomeUnknown", err)
+	}
 }
