@@ -22,9 +22,10 @@
 //   - One kill loop per server (gate) fences its failed connections in
 //     turn on one killer connection, dialed afresh only after a try the
 //     server did not answer; tries the server does not answer back off
-//     from 60 ms to 500 ms apart, and a write that comes to wait brings
-//     the next one forward, never closer than 60 ms to the last: at most
-//     17 dials a second per server, whatever fails.
+//     from 60 ms to 500 ms apart, come 60 ms apart while a write waits,
+//     and a write that comes to wait brings the next one forward, never
+//     closer than 60 ms to the last: at most 17 dials a second per
+//     server, whatever fails.
 //   - Any reply ends a kill: the connection was killed, found gone or gone
 //     with a restart (fenced), or the server answered CLIENT KILL with an
 //     error (unfenced: refused). A reply refusing a preparatory command

@@ -213,6 +213,9 @@ func (g *gate) run() {
 		}
 		_ = k.Close()
 		k = nil
+		if g.waiting.Load() > 0 {
+			backoff = tryEvery // writes wait: try again as soon as the pace allows
+		}
 		if !g.backoff(backoff, last) {
 			return
 		}
