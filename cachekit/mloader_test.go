@@ -202,6 +202,11 @@ func TestMGetOrLoadKeepsLargeBatchLeases(t *testing.T) {
 	opts := Production()
 	opts.RedisURL = proxy.URL()
 	opts.Invalidation, opts.SWR = nil, nil
+	// Time enough for the 5,000-script store itself on a loaded machine
+	// under -race (CI once took longer than the default 400 ms to build
+	// and send it: nothing stored, no lease lost); the renewals' pace is
+	// what is tested.
+	opts.Reliability = &Reliability{FailOpen: true, AttemptTimeout: 5 * time.Second, OperationTimeout: 10 * time.Second}
 	c := newClient(t, opts)
 	keys := make([]string, 5000)
 	for i := range keys {
