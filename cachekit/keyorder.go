@@ -45,6 +45,13 @@ func (o *keyOrder) seq(key string) uint64 {
 // write runs send, a write of keys, after moving their sequences on, with
 // their stripes read-locked (in order) until it returns.
 func (o *keyOrder) write(keys []string, send func() error) error {
+	if len(keys) == 1 { // Set, SetIfAbsent, a one-key Delete: no list of stripes
+		s := &o.stripes[o.index(keys[0])]
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		s.seq.Add(1)
+		return send()
+	}
 	idx := make([]int, 0, len(keys))
 	for _, k := range keys {
 		idx = append(idx, o.index(k))

@@ -9,7 +9,8 @@ import (
 // when key does not exist) or XX (ifExists true: only when it does), and
 // reports whether Redis stored it; a key holding a placeholder (a lease, a
 // negative entry) counts as missing (NX stores over it, XX does not). It is
-// one script. ttl is treated as for Set. again is as for Fill (NX only).
+// one script. ttl is treated as for Set. again is as for Fill; the script
+// honours it for NX only (an XX that lands keeps its condition).
 func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists, again bool) (bool, error) {
 	if err := s.check("set"); err != nil {
 		return false, err
@@ -17,7 +18,7 @@ func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Du
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	ok, err := s.setCondKey(ctx, key, val, ttl, ifExists, again && !ifExists)
+	ok, err := s.setCondKey(ctx, key, val, ttl, ifExists, again)
 	if err != nil {
 		return false, fail("set", err)
 	}
