@@ -402,7 +402,14 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	if err := s.settle(ctx); err != nil {
+	var keys []string // on a cluster, to settle their masters' streams
+	if s.nodes != nil {
+		keys = make([]string, len(items))
+		for i := range items {
+			keys[i] = items[i].Key
+		}
+	}
+	if err := s.settle(ctx, keys...); err != nil {
 		return fail("mset", err)
 	}
 	cmds := make([]*redis.StatusCmd, len(items))

@@ -16,10 +16,25 @@ func (s *Store) publish(ctx context.Context, channel string, msgs ...[]byte) err
 	if err := s.check("publish"); err != nil {
 		return err
 	}
-	switch len(msgs) {
-	case 0:
+	switch {
+	case len(msgs) == 0:
 		return nil
-	case 1:
+	case s.cluster != nil && channel == s.channel:
+		// Each announcement to its key's master (routeKey), on the stream.
+		cmds := make([]redis.Cmder, len(msgs))
+		for i, m := range msgs {
+			cmds[i] = redis.NewIntCmd(ctx, "publish", channel, m)
+		}
+		if err := s.send(ctx, false, cmds...); err != nil {
+			return fail("publish", err)
+		}
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				return fail("publish", err)
+			}
+		}
+		return nil
+	case len(msgs) == 1:
 		return fail("publish", s.rdb.Publish(ctx, channel, msgs[0]).Err())
 	}
 	cmds := make([]*redis.IntCmd, len(msgs))

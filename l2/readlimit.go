@@ -118,7 +118,7 @@ func (s *Store) GetWithTTLUpTo(ctx context.Context, key string, limit int) ([]by
 	// PTTL: a key written between them reads as empty yet found. Such a
 	// read is read again off the stream, where the two travel in one
 	// pipeline.
-	if err == nil && len(b) == 0 && s.stream != nil {
+	if err == nil && len(b) == 0 && s.streamBytes() > 0 {
 		b, ttl, err = s.getTTL(ctx, key, redis.NewStringCmd(ctx, "getrange", key, 0, int64(first)), true)
 	}
 	if err == nil && b == nil {
@@ -143,8 +143,8 @@ func (s *Store) GetLongWithTTLUpTo(ctx context.Context, key string, limit int) (
 // byte limit.
 func (s *Store) firstRead(limit int) int {
 	limit = min(limit, LongRead)
-	if s.stream != nil {
-		return min(limit, s.stream.maxBytes)
+	if max := s.streamBytes(); max > 0 {
+		return min(limit, max)
 	}
 	return limit
 }

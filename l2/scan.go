@@ -201,7 +201,7 @@ func (s *Store) unlink(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
 	}
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, keys...); err != nil {
 		return 0, fail("del", err)
 	}
 	cmds := make([]*redis.IntCmd, len(keys))

@@ -17,15 +17,22 @@ func (s *Store) evalEach(ctx context.Context, op string, script *redis.Script, n
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
-	if err := s.settle(ctx); err != nil {
-		return nil, fail(op, err)
-	}
 	cmds := make([]*redis.Cmd, n)
 	sent := make([]redis.Cmder, n)
+	var keys []string // on a cluster, to settle their masters' streams
+	if s.nodes != nil {
+		keys = make([]string, n)
+	}
 	for i := range n {
 		key, argv := args(i)
+		if keys != nil {
+			keys[i] = key
+		}
 		cmds[i] = script.Eval(ctx, scriptCmd{}, []string{key}, argv...)
 		sent[i] = cmds[i]
+	}
+	if err := s.settle(ctx, keys...); err != nil {
+		return nil, fail(op, err)
 	}
 	sent = s.once(sent, false)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -34,8 +34,10 @@ type Store struct {
 	// pubRefused is when Redis last refused a PUBLISH (UnixNano, 0:
 	// never): announcements pause for trackRefusedRetry after it.
 	pubRefused atomic.Int64
-	// stream is the auto-pipelined stream (AutoPipeline); nil: off.
+	// stream is the auto-pipelined stream (AutoPipeline) of a single
+	// server, nodes those of a cluster's masters; both nil: off.
 	stream *stream
+	nodes  *nodeStreams
 	// seam is the test hook that sees each command send sends
 	// (internal/seam.Install).
 	seam atomic.Pointer[seam.Hook]

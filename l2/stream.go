@@ -82,8 +82,15 @@ func (s *Store) AutoPipeline(ioTimeout time.Duration) error {
 	if s.rdb == nil {
 		return ErrStreamRefused
 	}
-	switch s.rdb.(type) {
-	case *redis.Client, *redis.ClusterClient:
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+	case *redis.ClusterClient:
+		ns, err := newNodeStreams(c, ioTimeout)
+		if err != nil {
+			return err
+		}
+		s.nodes = ns
+		return nil
 	default:
 		return ErrStreamRefused
 	}
@@ -139,6 +146,14 @@ func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error
 	}
 	st := s.stream
 	switch {
+	case s.nodes != nil:
+		busy, err := s.sendCluster(ctx, large, cmds)
+		if busy != nil {
+			defer busy.busy.Add(-1)
+		}
+		if err != nil {
+			return err
+		}
 	case st == nil:
 		s.direct(ctx, s.once(cmds, false))
 	case large:
@@ -164,8 +179,18 @@ func (s *Store) send(ctx context.Context, large bool, cmds ...redis.Cmder) error
 	return nil
 }
 
-// direct sends cmds on ctx: one command alone, several as one pipeline.
+// direct sends cmds on ctx: one command alone, several as one pipeline;
+// on a cluster this Store's announcements go to their keys' masters.
 func (s *Store) direct(ctx context.Context, cmds []redis.Cmder) {
+	if s.cluster != nil && s.channel != "" {
+		s.directCluster(ctx, cmds)
+		return
+	}
+	s.directAll(ctx, cmds)
+}
+
+// directAll sends cmds on ctx through the client as they are.
+func (s *Store) directAll(ctx context.Context, cmds []redis.Cmder) {
 	if len(cmds) == 1 {
 		_ = s.rdb.Process(ctx, cmds[0])
 		return
@@ -180,11 +205,15 @@ func (s *Store) direct(ctx context.Context, cmds []redis.Cmder) {
 }
 
 // settle waits, within ctx, until the stream ran every command whose
-// caller stopped waiting, so that a write sent off the stream cannot be
-// overtaken by an earlier one of this Store. A Store without a stream has
-// nothing to wait for.
-func (s *Store) settle(ctx context.Context) error {
-	if s.stream == nil {
+// caller stopped waiting, so that a write of keys sent off the stream
+// cannot be overtaken by an earlier one of this Store: on a cluster, the
+// streams of keys' masters. A Store without a stream has nothing to wait
+// for.
+func (s *Store) settle(ctx context.Context, keys ...string) error {
+	switch {
+	case s.nodes != nil:
+		return s.nodes.settle(ctx, keys)
+	case s.stream == nil:
 		return nil
 	}
 	return s.stream.settle(ctx)
@@ -342,4 +371,18 @@ func (scriptLoader) ScriptLoad(ctx context.Context, src string) *redis.StringCmd
 }
 
 // large reports whether n bytes of value are too many for the stream.
-func (s *Store) large(n int) bool { return s.stream != nil && n > s.stream.maxBytes }
+func (s *Store) large(n int) bool {
+	max := s.streamBytes()
+	return max > 0 && n > max
+}
+
+// streamBytes is the stream's batch byte limit, 0 without a stream.
+func (s *Store) streamBytes() int {
+	switch {
+	case s.nodes != nil:
+		return s.nodes.maxBytes
+	case s.stream != nil:
+		return s.stream.maxBytes
+	}
+	return 0
+}

@@ -300,3 +300,28 @@ func clusterView(addr string) (map[string]clusterNode, bool) {
 	}
 	return view, true
 }
+
+// PauseNode stops the node at addr (SIGSTOP): it holds its connections
+// open and answers nothing until ResumeNode.
+func (c *Cluster) PauseNode(tb testing.TB, addr string) {
+	tb.Helper()
+	c.node(tb, addr).Pause()
+}
+
+// ResumeNode lets a paused node run again (SIGCONT).
+func (c *Cluster) ResumeNode(tb testing.TB, addr string) {
+	tb.Helper()
+	c.node(tb, addr).Resume()
+}
+
+// SetNodeTimeout sets cluster-node-timeout on every live node: the time a
+// node may not answer before the others mark it failed and a replica takes
+// over (1 s as started).
+func (c *Cluster) SetNodeTimeout(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	for _, s := range c.Nodes {
+		if s.live() {
+			mustOK(tb, s.Addr(), "CONFIG", "SET", "cluster-node-timeout", strconv.FormatInt(d.Milliseconds(), 10))
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package l2
+
+// The auto-pipelined stream of a cluster: one stream per master, over the
+// master's own *redis.Client (the node client go-redis's ClusterClient
+// keeps), so a batch carries one node's commands only and a node that does
+// not answer holds its own commands, never another node's. A command goes
+// to the stream of the master the cluster client's slot map names for its
+// key; a node that answers MOVED or ASK (its slot moved, or is moving) has
+// not run it, and its caller sends it again through the cluster client,
+// which follows the redirect (ASKING included) and reloads the slot map.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// nodeStreams are a cluster client's per-master streams, made on a
+// master's first command.
+type nodeStreams struct {
+	cluster *redis.ClusterClient
+	// ioTimeout, when positive, is each stream's read and write timeout
+	// (a WithTimeout clone of the node client); 0 keeps the node's.
+	ioTimeout time.Duration
+	// cfg is the pipeliners' options: the cluster client's
+	// AutoPipelineOptions, nil for go-redis's defaults.
+	cfg      *redis.AutoPipelineOptions
+	maxBytes int
+	// m maps a node client to its stream; copied on write under mu.
+	m  atomic.Pointer[map[*redis.Client]*stream]
+	mu sync.Mutex
+}
+
+// newNodeStreams checks that the cluster client's pipeliner options keep
+// each stream ordered and returns the (empty) set of streams.
+func newNodeStreams(c *redis.ClusterClient, ioTimeout time.Duration) (*nodeStreams, error) {
+	cfg := c.Options().AutoPipelineOptions
+	max := redis.DefaultAutoPipelineOptions().MaxBatchBytes
+	if cfg != nil {
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		if cfg.Unordered || cfg.MaxConcurrentBatches > 1 || cfg.FullDuplex {
+			return nil, ErrStreamRefused
+		}
+		if cfg.MaxBatchBytes > 0 {
+			max = cfg.MaxBatchBytes
+		}
+	}
+	ns := &nodeStreams{cluster: c, ioTimeout: ioTimeout, cfg: cfg, maxBytes: max}
+	ns.m.Store(&map[*redis.Client]*stream{})
+	return ns, nil
+}
+
+// streamFor returns the stream of the master that serves key now (as the
+// cluster client's slot map says).
+func (ns *nodeStreams) streamFor(ctx context.Context, key string) (*stream, error) {
+	node, err := ns.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if st := (*ns.m.Load())[node]; st != nil {
+		return st, nil
+	}
+	return ns.add(node)
+}
+
+// add makes node's stream (once) and drops the streams of closed nodes
+// (go-redis closes a node client some time after it left the slot map).
+func (ns *nodeStreams) add(node *redis.Client) (*stream, error) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	old := *ns.m.Load()
+	if st := old[node]; st != nil {
+		return st, nil
+	}
+	src := node
+	if ns.ioTimeout > 0 {
+		src = node.WithTimeout(ns.ioTimeout)
+	}
+	ap, err := src.AsyncAutoPipelineWithOptions(ns.cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &stream{ap: ap, maxBytes: ns.maxBytes}
+	ap.AddHook(st.queued.Hook())
+	m := make(map[*redis.Client]*stream, len(old)+1)
+	for n, s := range old {
+		if !s.ap.IsClosed() {
+			m[n] = s
+		}
+	}
+	m[node] = st
+	ns.m.Store(&m)
+	return st, nil
+}
+
+// each calls fn with every stream made so far.
+func (ns *nodeStreams) each(fn func(*stream) error) error {
+	for _, st := range *ns.m.Load() {
+		if err := fn(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle waits, within ctx, until the streams of keys' masters (every
+// stream when keys is empty) ran every command whose caller stopped
+// waiting.
+func (ns *nodeStreams) settle(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return ns.each(func(st *stream) error { return st.settle(ctx) })
+	}
+	var done [4]*stream
+	seen := done[:0]
+	for _, k := range keys {
+		st, err := ns.streamFor(ctx, k)
+		if err != nil {
+			// No slot map: wait for every stream rather than none.
+			return ns.each(func(st *stream) error { return st.settle(ctx) })
+		}
+		if containsStream(seen, st) {
+			continue
+		}
+		seen = append(seen, st)
+		if err := st.settle(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containsStream(sts []*stream, st *stream) bool {
+	for _, s := range sts {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// sendCluster is send on a cluster's per-master streams: each command on
+// its key's master's stream (a lone caller of a stream, or a large call
+// after that stream's abandoned commands, directly through the cluster
+// client), then the commands a node redirected sent again, in order. It
+// returns the stream whose busy count it raised (nil: none), for send to
+// lower when it returns.
+func (s *Store) sendCluster(ctx context.Context, large bool, cmds []redis.Cmder) (*stream, error) {
+	ns := s.nodes
+	st, err := ns.streamFor(ctx, s.routeKey(cmds[0]))
+	var sts []*stream // per command, when they span several masters
+	for i := 1; err == nil && i < len(cmds); i++ {
+		other, oerr := ns.streamFor(ctx, s.routeKey(cmds[i]))
+		switch {
+		case oerr != nil:
+			err = oerr
+		case sts != nil:
+			sts = append(sts, other)
+		case other != st:
+			sts = make([]*stream, i, len(cmds))
+			for j := range sts {
+				sts[j] = st
+			}
+			sts = append(sts, other)
+		}
+	}
+	if err != nil {
+		// No slot map to route by: the cluster client routes (and fails)
+		// each command itself, after every abandoned command ran.
+		if err := ns.settle(ctx, nil); err != nil {
+			return nil, err
+		}
+		s.direct(ctx, s.once(cmds, false))
+		return nil, nil
+	}
+	switch {
+	case large:
+		if sts == nil {
+			sts = []*stream{st}
+		}
+		for _, o := range sts {
+			if err := o.settle(ctx); err != nil {
+				return nil, err
+			}
+		}
+		s.direct(ctx, s.once(cmds, false))
+		return nil, nil
+	case sts != nil:
+		if err := runEach(ctx, sts, s.once(cmds, true)); err != nil {
+			return nil, err
+		}
+		s.redirect(ctx, cmds)
+		return nil, nil
+	case st.busy.Add(1) == 1 && st.abandoned.Load() == 0:
+		// A lone caller of its master sends directly.
+		s.direct(ctx, s.once(cmds, false))
+		return st, nil
+	}
+	if err := st.run(ctx, s.once(cmds, true)); err != nil {
+		return st, err
+	}
+	s.redirect(ctx, cmds)
+	return st, nil
+}
+
+// redirect sends again, in order, through the cluster client, the
+// commands a master did not run: it answered MOVED or ASK (the slot moved
+// or is moving), or its stream had closed (go-redis closed the node
+// client). The cluster client follows the redirect and reloads its slot
+// map. Commands of the same send keep their order; commands of other
+// callers in flight meanwhile are concurrent with them.
+func (s *Store) redirect(ctx context.Context, cmds []redis.Cmder) {
+	for _, c := range cmds {
+		err := c.Err()
+		if err == nil {
+			continue
+		}
+		_, moved := redis.IsMovedError(err)
+		_, ask := redis.IsAskError(err)
+		if !moved && !ask && !errors.Is(err, redis.ErrClosed) {
+			continue
+		}
+		c.SetErr(nil)
+		_ = s.cluster.Process(ctx, c)
+	}
+}
+
+// routeKey is the key whose master a single-key command goes to: the key
+// it acts on (EVAL and EVALSHA name theirs after the key count); for
+// PUBLISH of this Store's announcement, the key it announces (any master
+// relays a PUBLISH to the whole cluster: the key's own keeps a hung master
+// from holding the announcements of other masters' writes), else its
+// channel.
+func (s *Store) routeKey(c redis.Cmder) string {
+	args := c.Args()
+	i := 1
+	switch c.Name() {
+	case "eval", "evalsha":
+		i = 3
+	case "publish":
+		if k, ok := s.announced(c); ok {
+			return k
+		}
+	}
+	if len(args) <= i {
+		return ""
+	}
+	switch k := args[i].(type) {
+	case string:
+		return k
+	case []byte:
+		return string(k)
+	}
+	return ""
+}
+
+// runEach queues each command on its stream (sts[i]) and waits for every
+// reply within ctx; when ctx ends first the commands not yet answered are
+// abandoned on their streams.
+func runEach(ctx context.Context, sts []*stream, cmds []redis.Cmder) error {
+	futs := make([]redis.AutoFuture, len(cmds))
+	for i, c := range cmds {
+		futs[i] = sts[i].ap.Submit(ctx, c)
+	}
+	for i := range futs {
+		if err := futs[i].WaitContext(ctx); err != nil && err == ctx.Err() {
+			for j := i; j < len(cmds); j++ {
+				sts[j].abandon(cmds[j:j+1], futs[j:j+1])
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// announced returns the key a PUBLISH of this Store's announcement names.
+func (s *Store) announced(c redis.Cmder) (string, bool) {
+	args := c.Args()
+	if len(s.source) == 0 || len(args) != 3 || c.Name() != "publish" {
+		return "", false
+	}
+	msg, ok := args[2].([]byte)
+	if !ok || len(msg) < len(s.source) || string(msg[:len(s.source)]) != string(s.source) {
+		return "", false
+	}
+	return string(msg[len(s.source):]), true
+}
+
+// directCluster sends cmds through the cluster client, except this
+// Store's announcements: each goes to the master of the key it announces.
+func (s *Store) directCluster(ctx context.Context, cmds []redis.Cmder) {
+	var rest []redis.Cmder
+	for i, c := range cmds {
+		k, ok := s.announced(c)
+		if !ok {
+			if rest != nil {
+				rest = append(rest, c)
+			}
+			continue
+		}
+		if rest == nil {
+			rest = append(make([]redis.Cmder, 0, len(cmds)), cmds[:i]...)
+		}
+		node, err := s.cluster.MasterForKey(ctx, k)
+		if err != nil {
+			c.SetErr(err)
+			continue
+		}
+		_ = node.Process(ctx, c)
+	}
+	switch {
+	case rest == nil:
+		s.directAll(ctx, cmds)
+	case len(rest) > 0:
+		s.directAll(ctx, rest)
+	}
+}

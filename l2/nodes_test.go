@@ -1,0 +1,209 @@
+package l2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cachekit-io/cachekit-go/internal/redistest"
+	"github.com/cachekit-io/cachekit-go/internal/seam"
+)
+
+// clusterStreamed starts a 3-master cluster and returns it with a Store
+// on its auto-pipelined streams, its go-redis client, and hooks added to
+// every node client (before any stream is made).
+func clusterStreamed(t *testing.T, hooks ...redis.Hook) (*redistest.Cluster, *redis.ClusterClient, *Store) {
+	t.Helper()
+	cl := redistest.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1,
+		ContextTimeoutEnabled: true, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rdb.OnNewNode(func(n *redis.Client) {
+		for _, h := range hooks {
+			n.AddHook(h)
+		}
+	})
+	s := New(rdb)
+	if err := s.AutoPipeline(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ForEachMaster(bg, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	return cl, rdb, s
+}
+
+// keyOn returns a key whose slot master (per cl) satisfies on.
+func keyOn(t *testing.T, cl *redistest.Cluster, prefix string, on func(master string) bool) string {
+	t.Helper()
+	for i := range 10000 {
+		k := fmt.Sprint(prefix, i)
+		if on(cl.MasterOf(slotOf(k))) {
+			return k
+		}
+	}
+	t.Fatal("no key found")
+	return ""
+}
+
+// busyCluster keeps one call of s in flight on key's master (held by a
+// Seam after its reply) until the test ends, so that later callers of
+// that master go through its stream.
+func busyCluster(t *testing.T, s *Store, key string) {
+	t.Helper()
+	h := redistest.NewHold("exists", key)
+	seam.Install(s, h)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = s.Exists(bg, key) }()
+	<-h.Held()
+	t.Cleanup(func() { h.Release(); <-done })
+}
+
+// TestClusterStreamHungMaster: with one master stopped, a call of the
+// Store on another master's key answers at once while calls on the
+// stopped master's keys wait in its stream (the cluster's shared stream
+// held them all, healthy masters' commands included).
+func TestClusterStreamHungMaster(t *testing.T) {
+	t.Parallel()
+	cl, _, s := clusterStreamed(t)
+	hung := cl.Masters()[0]
+	hk := keyOn(t, cl, "hung:", func(m string) bool { return m == hung })
+	ok := keyOn(t, cl, "ok:", func(m string) bool { return m != hung })
+	if err := s.Set(bg, ok, []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cl.PauseNode(t, hung)
+	defer cl.ResumeNode(t, hung)
+	var wg sync.WaitGroup
+	for range 4 { // keep the hung master's stream full
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(bg, time.Second)
+			defer cancel()
+			_ = s.Set(ctx, hk, []byte("x"), time.Minute)
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		start := time.Now()
+		b, err := s.Get(ctx, ok)
+		cancel()
+		if err != nil || string(b) != "v" {
+			t.Fatalf("Get %d of a healthy master's key with another master stopped: %q, %v after %v", i, b, err, time.Since(start))
+		}
+	}
+	wg.Wait()
+}
+
+// TestClusterStreamFollowsRedirects: a slot moves between masters while
+// the Store's streams are busy (ASK while keys migrate, MOVED after):
+// every write lands, every read returns the last write of its key, and
+// a caller's commands keep their order.
+func TestClusterStreamFollowsRedirects(t *testing.T) {
+	t.Parallel()
+	cl, _, s := clusterStreamed(t)
+	const tag = "{mv}"
+	slot := slotOf(tag)
+	from := cl.MasterOf(slot)
+	to := cl.Masters()[0]
+	if to == from {
+		to = cl.Masters()[1]
+	}
+	busyCluster(t, s, tag+"busy")
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprint(tag, i)
+		if err := s.Set(bg, keys[i], []byte("0"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := keys[w*10+n%10] // each worker owns ten keys
+				v := []byte(fmt.Sprint(w, ":", n))
+				if err := s.Set(bg, k, v, time.Minute); err != nil {
+					errs <- fmt.Errorf("Set: %w", err)
+					return
+				}
+				got, err := s.Get(bg, k)
+				if err != nil {
+					errs <- fmt.Errorf("Get: %w", err)
+					return
+				}
+				if string(got) != string(v) {
+					errs <- fmt.Errorf("%s: read %q after writing %q", k, got, v)
+					return
+				}
+			}
+		}()
+	}
+	cl.BeginMigrate(t, slot, from, to)
+	for cl.MigrateKeys(t, slot, from, to, 2) > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cl.FinishMigrate(t, slot, from, to)
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestClusterStreamDropsAbandonedUnsent is TestStreamDropsAbandonedUnsent
+// on a master's stream: a command whose caller stopped waiting while it
+// was queued behind a stuck batch of its master is never sent; the
+// commands behind it run, in order.
+func TestClusterStreamDropsAbandonedUnsent(t *testing.T) {
+	t.Parallel()
+	stuck := redistest.NewHoldBefore("set", "{a}first") // holds the batch before it is sent
+	defer stuck.Release()
+	_, rdb, s := clusterStreamed(t, stuck)
+	busyCluster(t, s, "{a}busy")
+	ctx := bg
+	first := make(chan error, 1)
+	go func() { first <- s.Set(ctx, "{a}first", []byte("1"), time.Minute) }()
+	<-stuck.Held()
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := s.Set(dctx, "{a}k", []byte("old"), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Set queued behind a stuck batch = %v, want DeadlineExceeded", err)
+	}
+	after := make(chan error, 1)
+	go func() { after <- s.Set(ctx, "{a}after", []byte("2"), time.Minute) }()
+	stuck.Release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-after; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.settle(ctx, "{a}k"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.Exists(bg, "{a}k").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS = %d, %v: the abandoned Set was sent after its caller gave up", n, err)
+	}
+	if b, err := rdb.Get(bg, "{a}after").Bytes(); err != nil || string(b) != "2" {
+		t.Fatalf("the Set queued after it: %q, %v", b, err)
+	}
+}
