@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -99,12 +100,29 @@ func nemesisStats(c *Client) string {
 }
 
 // nemesisRedis is the Redis connection of a Client of a nemesis run on
-// addr (an Env's Addr): a URL for Options.RedisURL, or a failover client
-// through the sentinels for Options.Redis.
-func nemesisRedis(addr string) (url string, rdb *redis.Client) {
+// addr (an Env's Addr): a URL for Options.RedisURL, a failover client
+// through the sentinels, or a cluster client dialing each master through
+// its proxy, for Options.Redis.
+func nemesisRedis(addr string) (url string, rdb redis.UniversalClient) {
 	if addrs, ok := strings.CutPrefix(addr, "sentinel:"); ok {
 		return "", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster,
 			SentinelAddrs: strings.Split(addrs, ","), ContextTimeoutEnabled: true, MaxRetries: -1})
+	}
+	if spec, ok := strings.CutPrefix(addr, nemesis.ClusterPrefix); ok {
+		proxies := nemesis.ClusterProxies(spec)
+		var seeds []string
+		for node := range proxies {
+			seeds = append(seeds, node)
+		}
+		var d net.Dialer
+		return "", redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, ContextTimeoutEnabled: true, MaxRetries: -1,
+			DialTimeout: boundedTimeout, ReadTimeout: boundedTimeout, WriteTimeout: boundedTimeout,
+			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if p, ok := proxies[addr]; ok {
+					addr = p
+				}
+				return d.DialContext(ctx, network, addr)
+			}})
 	}
 	return addr, nil
 }
@@ -143,6 +161,7 @@ type nemesisRun struct {
 	histories int
 	gap       time.Duration // the most time between two faults
 	seed      uint64
+	cluster   bool // nemesis.DeployCluster: faults to one of three masters
 }
 
 // runNemesis runs r (nemesis.Deploy): two Clients in this process and one
@@ -152,7 +171,15 @@ type nemesisRun struct {
 // ms, about a fault's longest: a write that lands late is read in its
 // history).
 func runNemesis(t *testing.T, r nemesisRun) nemesis.Result {
-	env := nemesis.Deploy(t, r.kinds)
+	env := nemesis.Deploy
+	if r.cluster {
+		env = func(tb testing.TB, _ []nemesis.Kind) nemesis.Env { return nemesis.DeployCluster(tb) }
+	}
+	return runNemesisOn(t, r, env(t, r.kinds))
+}
+
+// runNemesisOn is runNemesis on env.
+func runNemesisOn(t *testing.T, r nemesisRun, env nemesis.Env) nemesis.Result {
 	var locals []*Client
 	var clients []nemesis.Client
 	for range 2 {
@@ -248,6 +275,22 @@ func TestNemesis(t *testing.T) {
 				r.histories, r.gap = 200, 500*time.Millisecond
 			}
 			runNemesis(t, r)
+		})
+	}
+}
+
+// TestNemesisCluster is TestNemesis on a Cluster of three masters, the
+// faults (each proxy kind, SIGSTOP) on one of them: 50 histories per
+// kind, every one linearizable, its writes fenced. The Clients' commands
+// for the other masters' keys share no batch with the faulted master's.
+func TestNemesisCluster(t *testing.T) {
+	t.Parallel()
+	kinds := append(append([]nemesis.Kind{}, nemesis.ProxyKinds...), nemesis.Pause)
+	for i, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			runNemesis(t, nemesisRun{kinds: []nemesis.Kind{kind}, mode: "noL1", histories: 50, gap: 500 * time.Millisecond,
+				seed: uint64(200 + i), cluster: true})
 		})
 	}
 }

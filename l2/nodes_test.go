@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 	"github.com/cachekit-io/cachekit-go/internal/seam"
+	"github.com/cachekit-io/cachekit-go/internal/testwait"
 )
 
 // clusterStreamed starts a 3-master cluster and returns it with a Store
@@ -205,5 +207,70 @@ func TestClusterStreamDropsAbandonedUnsent(t *testing.T) {
 	}
 	if b, err := rdb.Get(bg, "{a}after").Bytes(); err != nil || string(b) != "2" {
 		t.Fatalf("the Set queued after it: %q, %v", b, err)
+	}
+}
+
+// TestClusterFenceOrdersWrites is TestFenceOrdersWrites on a cluster's
+// per-master streams (a busy stream, and a lone caller's direct send):
+// each master behind a proxy; a Set whose bytes the key's master's proxy
+// delays past its deadline does not land after the Store's next Set of
+// the key.
+func TestClusterFenceOrdersWrites(t *testing.T) {
+	t.Parallel()
+	for _, busy := range []bool{true, false} {
+		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) {
+			t.Parallel()
+			cl := redistest.StartCluster(t, 3)
+			proxies := map[string]*redistest.Proxy{}
+			for _, m := range cl.Masters() {
+				proxies[m] = redistest.StartProxy(t, m)
+			}
+			var d net.Dialer
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1, ContextTimeoutEnabled: true,
+				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					if p, ok := proxies[addr]; ok {
+						addr = p.Addr()
+					}
+					return d.DialContext(ctx, network, addr)
+				}})
+			t.Cleanup(func() { _ = rdb.Close() })
+			s := New(rdb)
+			if err := s.Fence(nil); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			if err := s.AutoPipeline(0); err != nil {
+				t.Fatal(err)
+			}
+			const key = "{f}k"
+			master := cl.MasterOf(slotOf(key))
+			if err := s.Set(bg, key, []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if busy {
+				busyCluster(t, s, "{f}busy")
+			}
+			proxies[master].DelayNext(600 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
+			err := s.Set(ctx, key, []byte("old"), time.Minute)
+			cancel()
+			if !errors.Is(err, ErrOutcomeUnknown) {
+				t.Fatalf("a Set whose bytes are delayed past its deadline = %v, want ErrOutcomeUnknown", err)
+			}
+			if err := s.Set(bg, key, []byte("new"), time.Minute); err != nil {
+				t.Fatalf("the next Set: %v", err)
+			}
+			testwait.For(t, 5*time.Second, func() bool { return proxies[master].Held() == 0 }, "the delayed requests to go")
+			got, err := redistest.DoBulk(master, "GET", key)
+			if err != nil || got != "new" {
+				t.Fatalf("the master holds %q, %v after Set(old) timed out and Set(new) returned nil", got, err)
+			}
+			// On a busy stream the next Set queues behind the delayed one
+			// on the same connection; a lone caller's goes on another
+			// connection, after the fence.
+			if st := s.FenceStats(); (!busy && st.Fenced < 1) || st.Unfenced != 0 {
+				t.Fatalf("FenceStats %+v, want a fence and nothing unfenced", st)
+			}
+		})
 	}
 }

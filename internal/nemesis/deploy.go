@@ -84,3 +84,45 @@ func StartChild(tb testing.TB, env, spec string) *Remote {
 	tb.Cleanup(func() { _ = r.Close() })
 	return r
 }
+
+// ClusterPrefix starts the Addr of a Cluster Env (DeployCluster): then,
+// comma separated, each master's address, ">", and its proxy's address.
+const ClusterPrefix = "cluster:"
+
+// DeployCluster starts a Redis Cluster of three masters, each behind a
+// proxy of its own. The faults go to the first master and its proxy; the
+// other two stay healthy, so a run checks that one master's faults
+// neither break nor hold the others' keys. Clients dial a master through
+// its proxy (ClusterProxies maps the addresses the cluster announces).
+func DeployCluster(tb testing.TB) Env {
+	tb.Helper()
+	cl := redistest.StartCluster(tb, 3)
+	var pairs []string
+	var first *redistest.Proxy
+	for i, m := range cl.Masters() {
+		p := redistest.StartProxy(tb, m)
+		if i == 0 {
+			first = p
+		}
+		pairs = append(pairs, m+">"+p.Addr())
+	}
+	return Env{
+		Target: Target{Server: cl.Nodes[0], Proxy: first},
+		Addr:   ClusterPrefix + strings.Join(pairs, ","),
+		Foreign: func(ctx context.Context, key string, set bool) error {
+			return foreign(cl.MasterOf(cl.Slot(tb, key)), key, set)
+		},
+	}
+}
+
+// ClusterProxies parses a Cluster Env's Addr (after ClusterPrefix) into
+// each master's address and its proxy's.
+func ClusterProxies(spec string) map[string]string {
+	m := map[string]string{}
+	for _, pair := range strings.Split(spec, ",") {
+		if node, proxy, ok := strings.Cut(pair, ">"); ok {
+			m[node] = proxy
+		}
+	}
+	return m
+}
