@@ -7,6 +7,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
@@ -90,13 +93,15 @@ func StartChild(tb testing.TB, env, spec string) *Remote {
 const ClusterPrefix = "cluster:"
 
 // DeployCluster starts a Redis Cluster of three masters, each behind a
-// proxy of its own. The faults go to the first master and its proxy; the
-// other two stay healthy, so a run checks that one master's faults
+// proxy of its own. The faults go to the first master and its proxy
+// (Reshard to any master); the other two stay healthy, so a run checks that one master's faults
 // neither break nor hold the others' keys. Clients dial a master through
 // its proxy (ClusterProxies maps the addresses the cluster announces).
 func DeployCluster(tb testing.TB) Env {
 	tb.Helper()
 	cl := redistest.StartCluster(tb, 3)
+	raw := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1})
+	tb.Cleanup(func() { _ = raw.Close() })
 	var pairs []string
 	var first *redistest.Proxy
 	for i, m := range cl.Masters() {
@@ -107,10 +112,15 @@ func DeployCluster(tb testing.TB) Env {
 		pairs = append(pairs, m+">"+p.Addr())
 	}
 	return Env{
-		Target: Target{Server: cl.Nodes[0], Proxy: first},
+		Target: Target{Server: cl.Nodes[0], Proxy: first, Cluster: cl},
 		Addr:   ClusterPrefix + strings.Join(pairs, ","),
+		// A cluster client, direct to the masters: it follows ASK and
+		// MOVED while a slot moves (Reshard).
 		Foreign: func(ctx context.Context, key string, set bool) error {
-			return foreign(cl.MasterOf(cl.Slot(tb, key)), key, set)
+			if set {
+				return raw.Set(ctx, key, foreignBytes, time.Minute).Err()
+			}
+			return raw.Del(ctx, key).Err()
 		},
 	}
 }

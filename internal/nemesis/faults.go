@@ -19,7 +19,7 @@ import (
 type Kind string
 
 // The kinds of fault. The proxy kinds need Target.Proxy, Failover needs
-// Target.Sentinel, the others Target.Server.
+// Target.Sentinel, Reshard Target.Cluster, the others Target.Server.
 const (
 	// DelayRequests holds the requests of chosen connections (every open
 	// one, the next to send, or the next to carry a key of the running
@@ -55,6 +55,12 @@ const (
 	// writes the old master acknowledged meanwhile, or shortly before (the
 	// replication lag), may be lost.
 	Failover Kind = "failover"
+	// Reshard moves the slot of a key of the running histories to another
+	// master of a Cluster: the slot marked migrating and importing (keys
+	// not yet moved are served where they were, new ones by the target:
+	// ASK), its keys moved one MIGRATE at a time over d, then the slot
+	// assigned to the target everywhere (MOVED).
+	Reshard Kind = "reshard"
 )
 
 // ProxyKinds are the kinds a proxy injects.
@@ -82,6 +88,8 @@ type Target struct {
 	Proxy  *redistest.Proxy
 	// Sentinel is the deployment of a failover run.
 	Sentinel *redistest.Sentinel
+	// Cluster is the deployment of a cluster run (DeployCluster).
+	Cluster *redistest.Cluster
 }
 
 // Schedule injects faults one at a time: a pause, then a fault of a kind
@@ -217,9 +225,42 @@ func (inj *injector) inject(ctx context.Context, kind Kind, d time.Duration) (no
 		return "killed " + reply(redistest.Do(srv.Addr(), "CLIENT", "KILL", "TYPE", "pubsub")), false
 	case Failover:
 		return inj.failover(), true
+	case Reshard:
+		return inj.reshard(ctx, d), false
 	}
 	inj.tb.Fatalf("nemesis: unknown fault kind %q", kind)
 	return "", false
+}
+
+// reshard moves the slot of a key of the running histories (Reshard).
+func (inj *injector) reshard(ctx context.Context, d time.Duration) string {
+	cl := inj.t.Cluster
+	key := "reshard"
+	if keys := inj.keys(); len(keys) > 0 {
+		key = keys[inj.rng.IntN(len(keys))]
+	}
+	slot := cl.Slot(inj.tb, key)
+	from := cl.MasterOf(slot)
+	var others []string
+	for _, m := range cl.Masters() {
+		if m != from {
+			others = append(others, m)
+		}
+	}
+	to := others[inj.rng.IntN(len(others))]
+	cl.BeginMigrate(inj.tb, slot, from, to)
+	ctxwait.Sleep(ctx, d/2) // keys where they were, new ones on the target
+	moved := 0
+	for {
+		n := cl.MigrateKeys(inj.tb, slot, from, to, 1)
+		if n == 0 {
+			break
+		}
+		moved += n
+		ctxwait.Sleep(ctx, d/8)
+	}
+	cl.FinishMigrate(inj.tb, slot, from, to)
+	return fmt.Sprintf("slot %d, %d keys, over %v", slot, moved, d.Round(time.Millisecond))
 }
 
 // reply is a harness command's reply line, or its error.
