@@ -555,7 +555,8 @@ type Reliability struct {
 	AttemptTimeout time.Duration
 
 	// BreakerThreshold is the number of consecutive transient failures that
-	// opens the circuit breaker. Default: 5.
+	// opens the circuit breaker (a TRYAGAIN reply, a cluster slot moving
+	// under a multi-key command, is not one). Default: 5.
 	BreakerThreshold int
 
 	// BreakerProbeInterval is how often an open breaker PINGs Redis in the

@@ -26,13 +26,17 @@ type nodeStreams struct {
 	// ioTimeout, when positive, is each stream's read and write timeout
 	// (a WithTimeout clone of the node client); 0 keeps the node's.
 	ioTimeout time.Duration
-	// cfg is the pipeliners' options: the cluster client's
-	// AutoPipelineOptions, nil for go-redis's defaults.
-	cfg      *redis.AutoPipelineOptions
-	maxBytes int
+	// maxCmds and maxBytes bound a batch: the cluster client's
+	// AutoPipelineOptions' MaxBatchSize and MaxBatchBytes, or go-redis's
+	// defaults.
+	maxCmds, maxBytes int
 	// m maps a node client to its stream; copied on write under mu.
 	m  atomic.Pointer[map[*redis.Client]*stream]
 	mu sync.Mutex
+	// known maps an address to the node client the cluster client made
+	// for it (string -> *redis.Client), to follow a redirect to a master
+	// no command was routed to yet.
+	known sync.Map
 }
 
 // newNodeStreams checks that the cluster client's pipeliner options keep
@@ -40,6 +44,7 @@ type nodeStreams struct {
 func newNodeStreams(c *redis.ClusterClient, ioTimeout time.Duration) (*nodeStreams, error) {
 	cfg := c.Options().AutoPipelineOptions
 	max := redis.DefaultAutoPipelineOptions().MaxBatchBytes
+	maxCmds := redis.DefaultAutoPipelineOptions().MaxBatchSize
 	if cfg != nil {
 		if err := cfg.Validate(); err != nil {
 			return nil, err
@@ -50,9 +55,19 @@ func newNodeStreams(c *redis.ClusterClient, ioTimeout time.Duration) (*nodeStrea
 		if cfg.MaxBatchBytes > 0 {
 			max = cfg.MaxBatchBytes
 		}
+		if cfg.MaxBatchSize > 0 {
+			maxCmds = cfg.MaxBatchSize
+		}
 	}
-	ns := &nodeStreams{cluster: c, ioTimeout: ioTimeout, cfg: cfg, maxBytes: max}
+	ns := &nodeStreams{cluster: c, ioTimeout: ioTimeout, maxCmds: maxCmds, maxBytes: max}
 	ns.m.Store(&map[*redis.Client]*stream{})
+	// The nodes it makes from now on, then those it has (bounded, as
+	// Fence reads them).
+	know := func(n *redis.Client) { ns.known.Store(n.Options().Addr, n) }
+	c.OnNewNode(know)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = c.ForEachShard(ctx, func(_ context.Context, n *redis.Client) error { know(n); return nil })
+	cancel()
 	return ns, nil
 }
 
@@ -69,8 +84,7 @@ func (ns *nodeStreams) streamFor(ctx context.Context, key string) (*stream, erro
 	return ns.add(node)
 }
 
-// add makes node's stream (once) and drops the streams of closed nodes
-// (go-redis closes a node client some time after it left the slot map).
+// add makes node's stream (once).
 func (ns *nodeStreams) add(node *redis.Client) (*stream, error) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
@@ -82,21 +96,53 @@ func (ns *nodeStreams) add(node *redis.Client) (*stream, error) {
 	if ns.ioTimeout > 0 {
 		src = node.WithTimeout(ns.ioTimeout)
 	}
-	ap, err := src.AsyncAutoPipelineWithOptions(ns.cfg)
-	if err != nil {
-		return nil, err
-	}
-	st := &stream{ap: ap, maxBytes: ns.maxBytes}
-	ap.AddHook(st.queued.Hook())
+	st := &stream{b: &batcher{client: src, maxCmds: ns.maxCmds, maxBytes: ns.maxBytes}, maxBytes: ns.maxBytes}
+	src.AddHook(st.queued.Hook())
 	m := make(map[*redis.Client]*stream, len(old)+1)
 	for n, s := range old {
-		if !s.ap.IsClosed() {
-			m[n] = s
-		}
+		m[n] = s
 	}
 	m[node] = st
 	ns.m.Store(&m)
 	return st, nil
+}
+
+// drop forgets st, a stream whose node client go-redis closed (it does
+// some time after the node left the slot map); a new client of that
+// address gets a stream of its own.
+func (ns *nodeStreams) drop(st *stream) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	old := *ns.m.Load()
+	m := make(map[*redis.Client]*stream, len(old))
+	for n, s := range old {
+		if s != st {
+			m[n] = s
+		}
+	}
+	ns.m.Store(&m)
+}
+
+// byAddr returns the stream of the master at addr (made now if needed),
+// nil when the cluster client has no node client for addr.
+func (ns *nodeStreams) byAddr(addr string) *stream {
+	if addr == "" {
+		return nil
+	}
+	for n, st := range *ns.m.Load() {
+		if n.Options().Addr == addr {
+			return st
+		}
+	}
+	n, ok := ns.known.Load(addr)
+	if !ok {
+		return nil
+	}
+	st, err := ns.add(n.(*redis.Client))
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // each calls fn with every stream made so far.
@@ -194,8 +240,12 @@ func (s *Store) sendCluster(ctx context.Context, large bool, cmds []redis.Cmder)
 		if err := runEach(ctx, sts, s.once(cmds, true)); err != nil {
 			return nil, err
 		}
-		s.redirect(ctx, cmds)
-		return nil, nil
+		for i, c := range cmds {
+			if errors.Is(c.Err(), redis.ErrClosed) {
+				ns.drop(sts[i])
+			}
+		}
+		return nil, s.redirect(ctx, cmds)
 	case st.busy.Add(1) == 1 && st.abandoned.Load() == 0:
 		// A lone caller of its master sends directly.
 		s.direct(ctx, s.once(cmds, false))
@@ -204,31 +254,60 @@ func (s *Store) sendCluster(ctx context.Context, large bool, cmds []redis.Cmder)
 	if err := st.run(ctx, s.once(cmds, true)); err != nil {
 		return st, err
 	}
-	s.redirect(ctx, cmds)
-	return st, nil
+	if errors.Is(cmds[0].Err(), redis.ErrClosed) {
+		ns.drop(st)
+	}
+	return st, s.redirect(ctx, cmds)
 }
 
-// redirect sends again, in order, through the cluster client, the
-// commands a master did not run: it answered MOVED or ASK (the slot moved
-// or is moving), or its stream had closed (go-redis closed the node
-// client). The cluster client follows the redirect and reloads its slot
-// map. Commands of the same send keep their order; commands of other
-// callers in flight meanwhile are concurrent with them.
-func (s *Store) redirect(ctx context.Context, cmds []redis.Cmder) {
+// redirect sends again, in order, the commands a master did not run: it
+// answered MOVED (the slot moved: the slot map is reloaded) or ASK (the
+// slot is moving and the key is gone: ASKING goes first), each sent on the
+// stream of the master it names, or its stream had closed (go-redis closed
+// the node client). A command whose master is not known yet, or that is
+// redirected again maxRedirects times, goes through the cluster client,
+// which follows redirects itself. Commands of the same send keep their
+// order; commands of other callers in flight meanwhile are concurrent with
+// them. It returns ctx's error when ctx ended while a resent command was
+// queued (its send's error).
+func (s *Store) redirect(ctx context.Context, cmds []redis.Cmder) error {
 	for _, c := range cmds {
-		err := c.Err()
-		if err == nil {
-			continue
+		for try := 0; ; try++ {
+			err := c.Err()
+			if err == nil {
+				break
+			}
+			addr, moved := redis.IsMovedError(err)
+			askAddr, ask := redis.IsAskError(err)
+			if !moved && !ask && !errors.Is(err, redis.ErrClosed) {
+				break
+			}
+			c.SetErr(nil)
+			if moved {
+				s.RefreshTopology()
+			} else {
+				addr = askAddr
+			}
+			st := s.nodes.byAddr(addr)
+			if st == nil || try == maxRedirects {
+				_ = s.cluster.Process(ctx, c)
+				break
+			}
+			batch := []redis.Cmder{c}
+			if ask {
+				batch = []redis.Cmder{redis.NewStatusCmd(ctx, "asking"), c}
+			}
+			if err := st.run(ctx, batch); err != nil {
+				return err
+			}
 		}
-		_, moved := redis.IsMovedError(err)
-		_, ask := redis.IsAskError(err)
-		if !moved && !ask && !errors.Is(err, redis.ErrClosed) {
-			continue
-		}
-		c.SetErr(nil)
-		_ = s.cluster.Process(ctx, c)
 	}
+	return nil
 }
+
+// maxRedirects is how many times redirect follows a command's redirects
+// on the streams before it hands it to the cluster client.
+const maxRedirects = 2
 
 // routeKey is the key whose master a single-key command goes to: the key
 // it acts on (EVAL and EVALSHA name theirs after the key count); for
@@ -259,21 +338,24 @@ func (s *Store) routeKey(c redis.Cmder) string {
 	return ""
 }
 
-// runEach queues each command on its stream (sts[i]) and waits for every
-// reply within ctx; when ctx ends first the commands not yet answered are
-// abandoned on their streams.
+// runEach queues each command on its stream (sts[i], each a master's
+// batcher) and waits for every reply within ctx; when ctx ends first the
+// commands not yet answered are abandoned on their streams.
 func runEach(ctx context.Context, sts []*stream, cmds []redis.Cmder) error {
-	futs := make([]redis.AutoFuture, len(cmds))
+	bds := make([]*batchDone, len(cmds))
 	for i, c := range cmds {
-		futs[i] = sts[i].ap.Submit(ctx, c)
+		bds[i] = sts[i].b.submit([]redis.Cmder{c})
 	}
-	for i := range futs {
-		if err := futs[i].WaitContext(ctx); err != nil && err == ctx.Err() {
-			for j := i; j < len(cmds); j++ {
-				sts[j].abandon(cmds[j:j+1], futs[j:j+1])
-			}
-			return err
+	for i, bd := range bds {
+		select {
+		case <-bd.done:
+			continue
+		case <-ctx.Done():
 		}
+		for j := i; j < len(cmds); j++ {
+			sts[j].abandonBatch(cmds[j:j+1], bds[j])
+		}
+		return ctx.Err()
 	}
 	return nil
 }

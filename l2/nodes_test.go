@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,7 +111,8 @@ func TestClusterStreamHungMaster(t *testing.T) {
 // a caller's commands keep their order.
 func TestClusterStreamFollowsRedirects(t *testing.T) {
 	t.Parallel()
-	cl, _, s := clusterStreamed(t)
+	sent := &sentCounter{}
+	cl, _, s := clusterStreamed(t, sent)
 	const tag = "{mv}"
 	slot := slotOf(tag)
 	from := cl.MasterOf(slot)
@@ -129,6 +131,8 @@ func TestClusterStreamFollowsRedirects(t *testing.T) {
 	stop := make(chan struct{})
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
+	var ops atomic.Int64
+	base, asks := sent.n.Load(), sent.asking.Load()
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
@@ -154,6 +158,7 @@ func TestClusterStreamFollowsRedirects(t *testing.T) {
 					errs <- fmt.Errorf("%s: read %q after writing %q", k, got, v)
 					return
 				}
+				ops.Add(2)
 			}
 		}()
 	}
@@ -169,6 +174,12 @@ func TestClusterStreamFollowsRedirects(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// An operation ASK redirects costs its command, ASKING and the command
+	// again (2 more); one MOVED redirects, the command again (1 more).
+	cmds, asked := sent.n.Load()-base, sent.asking.Load()-asks
+	extra := cmds - ops.Load()
+	t.Logf("%d operations, %d commands sent to the masters (%.3f per operation): %d ASK redirects, %d extra commands beyond 2 per ASK",
+		ops.Load(), cmds, float64(cmds)/float64(ops.Load()), asked, extra-2*asked)
 }
 
 // TestClusterStreamDropsAbandonedUnsent is TestStreamDropsAbandonedUnsent
@@ -272,5 +283,34 @@ func TestClusterFenceOrdersWrites(t *testing.T) {
 				t.Fatalf("FenceStats %+v, want a fence and nothing unfenced", st)
 			}
 		})
+	}
+}
+
+// sentCounter counts the commands a node client sends (not those that
+// set a connection up), and among them ASKING.
+type sentCounter struct{ n, asking atomic.Int64 }
+
+func (h *sentCounter) count(cmd redis.Cmder) {
+	h.n.Add(1)
+	if cmd.Name() == "asking" {
+		h.asking.Add(1)
+	}
+}
+
+func (h *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || !connInit(cmds[0]) {
+			for _, c := range cmds {
+				h.count(c)
+			}
+		}
+		return next(ctx, cmds)
 	}
 }

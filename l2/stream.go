@@ -26,9 +26,11 @@ import (
 // pipeliner was already made unordered (AutoPipelineOptions.Unordered).
 var ErrStreamRefused = errors.New("l2: the client offers no ordered auto-pipeliner")
 
-// stream is the Store's auto-pipelined stream.
+// stream is the Store's auto-pipelined stream to one server: go-redis's
+// pipeliner (ap) on a single server, a batcher (b) for a cluster's master.
 type stream struct {
 	ap *redis.AutoPipeliner
+	b  *batcher
 	// maxBytes is the pipeliner's batch byte limit (MaxBatchBytes): a
 	// value longer than it is sent, and a reply longer than it is read,
 	// off the stream.
@@ -221,6 +223,16 @@ func (s *Store) settle(ctx context.Context, keys ...string) error {
 
 // run queues cmds on the stream and waits for their replies within ctx.
 func (st *stream) run(ctx context.Context, cmds []redis.Cmder) error {
+	if st.b != nil {
+		bd := st.b.submit(cmds)
+		select {
+		case <-bd.done:
+			return nil
+		case <-ctx.Done():
+			st.abandonBatch(cmds, bd)
+			return ctx.Err()
+		}
+	}
 	var buf [4]redis.AutoFuture
 	futs := buf[:0]
 	for _, c := range cmds {
@@ -239,20 +251,35 @@ func (st *stream) run(ctx context.Context, cmds []redis.Cmder) error {
 // run or was dropped unsent.
 func (st *stream) abandon(cmds []redis.Cmder, futs []redis.AutoFuture) {
 	own := append([]redis.AutoFuture(nil), futs...)
+	st.abandonUntil(cmds, func() {
+		for _, f := range own {
+			_ = f.Wait()
+		}
+	})
+}
+
+// abandonBatch counts cmds, queued on the batcher with bd, as abandoned
+// until their batch ran.
+func (st *stream) abandonBatch(cmds []redis.Cmder, bd *batchDone) {
+	st.abandonUntil(cmds, func() { <-bd.done })
+}
+
+// abandonUntil marks cmds as abandoned (dropped if not yet sent) and
+// counts them until wait returns (each has run or was dropped).
+func (st *stream) abandonUntil(cmds []redis.Cmder, wait func()) {
+	n := int64(len(cmds))
 	st.mu.Lock()
-	if st.abandoned.Add(int64(len(own))) == int64(len(own)) {
+	if st.abandoned.Add(n) == n {
 		st.settled = make(chan struct{})
 	}
 	st.mu.Unlock()
 	marked := append([]redis.Cmder(nil), cmds...)
 	st.queued.Mark(marked)
 	go func() {
-		for _, f := range own {
-			_ = f.Wait()
-		}
+		wait()
 		st.queued.Unmark(marked) // those sent before they were abandoned
 		st.mu.Lock()
-		if st.abandoned.Add(-int64(len(own))) == 0 {
+		if st.abandoned.Add(-n) == 0 {
 			close(st.settled)
 		}
 		st.mu.Unlock()

@@ -52,6 +52,14 @@ func IsTransient(err error) bool {
 	return errors.As(err, &ne)
 }
 
+// Migrating reports whether err holds Redis's TRYAGAIN reply: a multi-key
+// command met a cluster slot being moved. It is transient, but the server
+// answered: it says nothing against the server.
+func Migrating(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "TRYAGAIN")
+}
+
 // Answered reports whether err (from a PING) shows Redis answering: no
 // error, or an error reply from the server itself (LOADING, NOAUTH...). A
 // timeout, a refused or closed connection, a TLS or dial failure do not.

@@ -259,7 +259,7 @@ func (g *Guard) run(ctx context.Context, op string, n int, resendable bool, fn f
 			switch {
 			case gaveUp():
 				o = outcomeNeutral
-			case transient:
+			case transient && !l2.Migrating(err):
 				o = outcomeFailure
 			}
 			if g.br.record(probe, o) {

@@ -325,3 +325,33 @@ func TestUnknownOutcomeIsNotResent(t *testing.T) {
 		t.Fatalf("DoResend refused by the breaker after a lost attempt = %v, want ErrCircuitOpen matching ErrOutcomeUnknown", err)
 	}
 }
+
+// tryAgain is Redis's TRYAGAIN reply as go-redis returns it (a
+// redis.Error).
+type tryAgain struct{}
+
+func (tryAgain) Error() string { return "TRYAGAIN Multiple keys request during rehashing of slot" }
+func (tryAgain) RedisError()   {}
+
+// TestMigrationDoesNotOpenTheBreaker: TRYAGAIN (a multi-key command met a
+// cluster slot being moved) is retried like any transient reply, but the
+// server answered it: however many come in a row, the breaker stays
+// closed (TestFaultsClusterReshard's MGets once opened it for 250 ms).
+func TestMigrationDoesNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
+	clk := testenv.NewClock(time.Unix(1000, 0))
+	g := New(Config{MaxAttempts: 2, RetryBaseDelay: time.Millisecond, BreakerThreshold: 2, BreakerOpenFor: time.Minute}, Hooks{Now: clk.Now})
+	calls := 0
+	for range 5 {
+		err := g.Do(bg, "mget", func(context.Context) error { calls++; return &BackendError{Op: "mget", Err: tryAgain{}} })
+		if !l2.Migrating(err) {
+			t.Fatalf("Do = %v, want the TRYAGAIN reply", err)
+		}
+	}
+	if calls != 10 {
+		t.Fatalf("%d attempts, want 10 (TRYAGAIN retried once each)", calls)
+	}
+	if st := g.Stats(); st.Breaker != Closed || st.Opened != 0 {
+		t.Fatalf("breaker %v after 10 TRYAGAIN replies (opened %d times), want closed", st.Breaker, st.Opened)
+	}
+}
