@@ -150,6 +150,11 @@ func TestClusterHungMasterDelaysOnlyItsKeys(t *testing.T) {
 			if slow.failed[1].Load() == 0 {
 				t.Error("no call on the hung master's keys failed: was it stopped?")
 			}
+			// The healthy masters' successes keep the shared breaker
+			// closed (docs/production.md, "One breaker per Client").
+			if st := c.ReliabilityStats(); st.BreakerOpened != 0 {
+				t.Errorf("the breaker opened %d times with one master of three stopped", st.BreakerOpened)
+			}
 		})
 	}
 }

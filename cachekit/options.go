@@ -282,12 +282,14 @@ type Options struct {
 	// Client's single-key Redis commands go through go-redis's AutoPipeliner,
 	// the given client's or the opened one's: one ordered stream of
 	// pipelines shared by every caller (l2.Store.AutoPipeline lists what
-	// goes on it). A caller's deadline ends its wait, not its command: a
-	// write abandoned at its deadline may still execute, never after a later
-	// write of this Client (its connection is fenced: see
+	// goes on it); on a cluster client, one stream per master, over the
+	// master's own node client. A caller's deadline ends its wait, not its
+	// command: a write abandoned at its deadline may still execute, never
+	// after a later write of this Client (its connection is fenced: see
 	// ErrOutcomeUnknown). Values over 128 KiB, and a caller alone on the
-	// Client, go directly. Hooks (redisotel) see a pipelined command on the
-	// pipeliner's context, not under the operation's span. Default: false.
+	// Client (or on a master), go directly. Hooks (redisotel) see a
+	// pipelined command on the stream's background context, not under the
+	// operation's span. Default: false.
 	DisableAutoPipeline bool
 
 	// MeterProvider receives the Client's OpenTelemetry metrics (see

@@ -1,8 +1,9 @@
 package l2
 
 // The auto-pipelined stream: the Store's single-key commands share one
-// ordered stream of pipelines, go-redis's AutoPipeliner (its deferred face),
-// instead of taking a pooled connection each. The pipeliner runs a batch on
+// ordered stream of pipelines per server, go-redis's AutoPipeliner (its
+// deferred face; on a cluster, a batcher per master: nodes.go), instead of
+// taking a pooled connection each. The pipeliner runs a batch on
 // its own background context and calls only go-redis's hooks for the batch
 // (the pipeline hook, or the process hook for a batch of one), so a caller
 // waits for its reply with AutoFuture.WaitContext: its ctx ends the wait,
@@ -22,8 +23,9 @@ import (
 
 // ErrStreamRefused is returned by AutoPipeline when the client cannot give
 // the Store an ordered stream: a *redis.Ring (go-redis has no pipeliner for
-// it), a client type other than go-redis's, or a client whose deferred
-// pipeliner was already made unordered (AutoPipelineOptions.Unordered).
+// it), a client type other than go-redis's, a client whose deferred
+// pipeliner was already made unordered (AutoPipelineOptions.Unordered), or
+// a cluster client whose AutoPipelineOptions are unordered or full-duplex.
 var ErrStreamRefused = errors.New("l2: the client offers no ordered auto-pipeliner")
 
 // stream is the Store's auto-pipelined stream to one server: go-redis's
@@ -50,15 +52,18 @@ type stream struct {
 
 // AutoPipeline makes the Store send its single-key commands (Get and the
 // bounded reads, Set, Delete, Exists, TTL, Expire, SetCond, the lease and
-// lock scripts, TryLock, Marker) through the client's deferred
-// AutoPipeliner (go-redis's AsyncAutoPipeline; its first caller's options,
-// DefaultAutoPipelineOptions unless the client's Options set others): one
-// ordered stream, batched with every other caller's commands. Multi-key
-// calls (MGet, MSet, FillMany, AcquireMany, SwapMany, scans, Unlink),
-// publish and Ping keep their own pipelines. A value longer than the
-// pipeliner's MaxBatchBytes is written off the stream, and a bounded read
-// reads at most that many bytes on it, reading a longer value again off it,
-// so no caller waits behind a large transfer.
+// lock scripts, TryLock, Marker) on an ordered stream of pipelines,
+// batched with every other caller's commands: on a *redis.Client its
+// deferred AutoPipeliner (go-redis's AsyncAutoPipeline; its first caller's
+// options, DefaultAutoPipelineOptions unless the client's Options set
+// others); on a *redis.ClusterClient one stream per master (nodes.go,
+// batcher.go), on the master's own node client, so that a master that
+// does not answer holds its own commands only. Multi-key calls (MGet,
+// MSet, FillMany, AcquireMany, SwapMany, scans, Unlink), publish and Ping
+// keep their own pipelines. A value longer than the pipeliner's
+// MaxBatchBytes is written off the stream, and a bounded read reads at
+// most that many bytes on it, reading a longer value again off it, so no
+// caller waits behind a large transfer.
 //
 // On the stream a caller's ctx ends its wait, and its command only if the
 // command was still queued: one whose batch was already dispatched still
@@ -66,16 +71,17 @@ type stream struct {
 // command of this Store; one still queued when its batch is dispatched is
 // dropped unsent (l2/internal/queued). A write sent off the stream (a large value, a
 // multi-key write, a lone caller's) first waits, within its ctx, until
-// every abandoned command has run or been dropped (a lone caller goes
-// directly only when there is none). go-redis's hooks see a command on the
-// pipeliner's background context (no values of the caller's ctx), and a
-// batch of several commands only through ProcessPipelineHook.
+// every abandoned command of its server's stream has run or been dropped
+// (a lone caller goes directly only when there is none). go-redis's hooks
+// see a command on the stream's background context (no values of the
+// caller's ctx), and a batch of several commands only through
+// ProcessPipelineHook.
 //
-// ioTimeout, when positive and the client a *redis.Client, is the read and
-// write timeout of the stream's batches (the pipeliner of a WithTimeout
-// clone sharing the client's pools): a batch stuck on a dead connection
-// then fails after it, not after the client's own timeout, which may be
-// sized for the largest value. 0 keeps the client's timeouts.
+// ioTimeout, when positive, is the read and write timeout of the stream's
+// batches (a WithTimeout clone of the client, or of each master's node
+// client, sharing its pools): a batch stuck on a dead connection then
+// fails after it, not after the client's own timeout, which may be sized
+// for the largest value. 0 keeps the client's timeouts.
 //
 // Call it once, before the Store is used. It returns ErrStreamRefused, or
 // the pipeliner's configuration error, and leaves the Store sending each
