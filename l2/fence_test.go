@@ -126,28 +126,7 @@ func TestFenceOrdersWrites(t *testing.T) {
 // the same connections, so a delayed one of each never lands after the
 // next write.
 func TestFenceCoversEveryWrite(t *testing.T) {
-	cases := []struct {
-		name    string
-		delayed func(s *Store, ctx context.Context) error
-		next    func(s *Store) error
-		want    string
-	}{
-		{"Delete then Set", func(s *Store, ctx context.Context) error { _, err := s.Delete(ctx, "k"); return err },
-			func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
-		{"MSet then Set", func(s *Store, ctx context.Context) error {
-			return s.MSet(ctx, []Item{{Key: "k", Value: []byte("old"), TTL: time.Minute}})
-		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
-		{"SetCond XX then Set", func(s *Store, ctx context.Context) error {
-			_, err := s.SetCond(ctx, "k", []byte("old"), time.Minute, true, false)
-			return err
-		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
-		{"Expire then Set", func(s *Store, ctx context.Context) error {
-			_, err := s.Expire(ctx, "k", time.Millisecond)
-			return err
-		}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
-		{"Set then Delete", func(s *Store, ctx context.Context) error { return s.Set(ctx, "k", []byte("old"), time.Minute) },
-			func(s *Store) error { _, err := s.Delete(bg, "k"); return err }, ""},
-	}
+	cases := fenceWriteCases
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFenceFixture(t, true, nil)
@@ -172,6 +151,31 @@ func TestFenceCoversEveryWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fenceWriteCases are the writes TestFenceCoversEveryWrite delays (on key
+// "k"), each with the next write and what Redis must hold after both.
+var fenceWriteCases = []struct {
+	name    string
+	delayed func(s *Store, ctx context.Context) error
+	next    func(s *Store) error
+	want    string
+}{
+	{"Delete then Set", func(s *Store, ctx context.Context) error { _, err := s.Delete(ctx, "k"); return err },
+		func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+	{"MSet then Set", func(s *Store, ctx context.Context) error {
+		return s.MSet(ctx, []Item{{Key: "k", Value: []byte("old"), TTL: time.Minute}})
+	}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+	{"SetCond XX then Set", func(s *Store, ctx context.Context) error {
+		_, err := s.SetCond(ctx, "k", []byte("old"), time.Minute, true, false)
+		return err
+	}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+	{"Expire then Set", func(s *Store, ctx context.Context) error {
+		_, err := s.Expire(ctx, "k", time.Millisecond)
+		return err
+	}, func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
+	{"Set then Delete", func(s *Store, ctx context.Context) error { return s.Set(ctx, "k", []byte("old"), time.Minute) },
+		func(s *Store) error { _, err := s.Delete(bg, "k"); return err }, ""},
 }
 
 // TestFenceHoldsWritesUntilKilled: the next write waits for the fence

@@ -221,66 +221,127 @@ func TestClusterStreamDropsAbandonedUnsent(t *testing.T) {
 	}
 }
 
+// clusterFence is a Store with Fence and its per-master streams on a
+// 3-master cluster whose masters each sit behind a proxy.
+type clusterFence struct {
+	store   *Store
+	master  string // the master of key "k"
+	proxies map[string]*redistest.Proxy
+}
+
+func newClusterFence(t *testing.T) *clusterFence {
+	t.Helper()
+	cl := redistest.StartCluster(t, 3)
+	proxies := map[string]*redistest.Proxy{}
+	for _, m := range cl.Masters() {
+		proxies[m] = redistest.StartProxy(t, m)
+	}
+	var d net.Dialer
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1, ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p, ok := proxies[addr]; ok {
+				addr = p.Addr()
+			}
+			return d.DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb)
+	if err := s.Fence(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.AutoPipeline(0); err != nil {
+		t.Fatal(err)
+	}
+	return &clusterFence{store: s, master: cl.MasterOf(slotOf("k")), proxies: proxies}
+}
+
+// delayedWrite runs write with the next connection to k's master delayed
+// past its 150 ms deadline, and checks that its outcome is unknown.
+func (f *clusterFence) delayedWrite(t *testing.T, write func(ctx context.Context) error) {
+	t.Helper()
+	f.proxies[f.master].DelayNext(600 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
+	err := write(ctx)
+	cancel()
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("a write whose bytes are delayed past its deadline = %v, want ErrOutcomeUnknown", err)
+	}
+}
+
+// settled waits for the delayed bytes to go, then reads k on its master
+// itself ("" when missing).
+func (f *clusterFence) settled(t *testing.T) string {
+	t.Helper()
+	testwait.For(t, 5*time.Second, func() bool { return f.proxies[f.master].Held() == 0 }, "the delayed requests to go")
+	if n, err := redistest.Do(f.master, "EXISTS", "k"); err != nil || n == ":0" {
+		return ""
+	}
+	v, err := redistest.DoBulk(f.master, "GET", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestClusterFenceOrdersWrites is TestFenceOrdersWrites on a cluster's
 // per-master streams (a busy stream, and a lone caller's direct send):
-// each master behind a proxy; a Set whose bytes the key's master's proxy
-// delays past its deadline does not land after the Store's next Set of
-// the key.
+// a Set whose bytes k's master's proxy delays past its deadline does not
+// land after the Store's next Set of k.
 func TestClusterFenceOrdersWrites(t *testing.T) {
 	t.Parallel()
 	for _, busy := range []bool{true, false} {
 		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) {
 			t.Parallel()
-			cl := redistest.StartCluster(t, 3)
-			proxies := map[string]*redistest.Proxy{}
-			for _, m := range cl.Masters() {
-				proxies[m] = redistest.StartProxy(t, m)
-			}
-			var d net.Dialer
-			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1, ContextTimeoutEnabled: true,
-				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					if p, ok := proxies[addr]; ok {
-						addr = p.Addr()
-					}
-					return d.DialContext(ctx, network, addr)
-				}})
-			t.Cleanup(func() { _ = rdb.Close() })
-			s := New(rdb)
-			if err := s.Fence(nil); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			if err := s.AutoPipeline(0); err != nil {
-				t.Fatal(err)
-			}
-			const key = "{f}k"
-			master := cl.MasterOf(slotOf(key))
-			if err := s.Set(bg, key, []byte("v0"), time.Minute); err != nil {
+			f := newClusterFence(t)
+			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			if busy {
-				busyCluster(t, s, "{f}busy")
+				busyCluster(t, f.store, "{k}busy")
 			}
-			proxies[master].DelayNext(600 * time.Millisecond)
-			ctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
-			err := s.Set(ctx, key, []byte("old"), time.Minute)
-			cancel()
-			if !errors.Is(err, ErrOutcomeUnknown) {
-				t.Fatalf("a Set whose bytes are delayed past its deadline = %v, want ErrOutcomeUnknown", err)
-			}
-			if err := s.Set(bg, key, []byte("new"), time.Minute); err != nil {
+			f.delayedWrite(t, func(ctx context.Context) error { return f.store.Set(ctx, "k", []byte("old"), time.Minute) })
+			if err := f.store.Set(bg, "k", []byte("new"), time.Minute); err != nil {
 				t.Fatalf("the next Set: %v", err)
 			}
-			testwait.For(t, 5*time.Second, func() bool { return proxies[master].Held() == 0 }, "the delayed requests to go")
-			got, err := redistest.DoBulk(master, "GET", key)
-			if err != nil || got != "new" {
-				t.Fatalf("the master holds %q, %v after Set(old) timed out and Set(new) returned nil", got, err)
+			if got := f.settled(t); got != "new" {
+				t.Fatalf("the master holds %q after Set(old) timed out and Set(new) returned nil", got)
 			}
 			// On a busy stream the next Set queues behind the delayed one
 			// on the same connection; a lone caller's goes on another
 			// connection, after the fence.
-			if st := s.FenceStats(); (!busy && st.Fenced < 1) || st.Unfenced != 0 {
+			if st := f.store.FenceStats(); (!busy && st.Fenced < 1) || st.Unfenced != 0 {
 				t.Fatalf("FenceStats %+v, want a fence and nothing unfenced", st)
+			}
+		})
+	}
+}
+
+// TestClusterFenceCoversEveryWrite is TestFenceCoversEveryWrite on a
+// cluster: Delete, MSet, SetCond, Expire and Set, each delayed past its
+// deadline on the way to k's master, never land after the next write.
+func TestClusterFenceCoversEveryWrite(t *testing.T) {
+	t.Parallel()
+	for _, tc := range fenceWriteCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newClusterFence(t)
+			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			// Once undelayed, so that a script is in the master's cache.
+			if err := tc.delayed(f.store, bg); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			f.delayedWrite(t, func(ctx context.Context) error { return tc.delayed(f.store, ctx) })
+			if err := tc.next(f.store); err != nil {
+				t.Fatalf("the next write: %v", err)
+			}
+			if got := f.settled(t); got != tc.want {
+				t.Fatalf("the master holds %q, want %q: the delayed write landed after the next one", got, tc.want)
 			}
 		})
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/cachekit-io/cachekit-go/internal/redistest"
 )
 
@@ -100,8 +98,6 @@ const ClusterPrefix = "cluster:"
 func DeployCluster(tb testing.TB) Env {
 	tb.Helper()
 	cl := redistest.StartCluster(tb, 3)
-	raw := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1})
-	tb.Cleanup(func() { _ = raw.Close() })
 	var pairs []string
 	var first *redistest.Proxy
 	for i, m := range cl.Masters() {
@@ -114,13 +110,13 @@ func DeployCluster(tb testing.TB) Env {
 	return Env{
 		Target: Target{Server: cl.Nodes[0], Proxy: first, Cluster: cl},
 		Addr:   ClusterPrefix + strings.Join(pairs, ","),
-		// A cluster client, direct to the masters: it follows ASK and
-		// MOVED while a slot moves (Reshard).
+		// Direct to the masters, following ASK and MOVED while a slot
+		// moves (Reshard).
 		Foreign: func(ctx context.Context, key string, set bool) error {
 			if set {
-				return raw.Set(ctx, key, foreignBytes, time.Minute).Err()
+				return cl.Set(ctx, key, foreignBytes, time.Minute)
 			}
-			return raw.Del(ctx, key).Err()
+			return cl.Del(ctx, key)
 		},
 	}
 }

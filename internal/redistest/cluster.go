@@ -1,13 +1,17 @@
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
@@ -24,6 +28,9 @@ type Cluster struct {
 
 	masters int
 	ids     map[string]string // address -> node ID
+
+	rawOnce sync.Once
+	raw     *redis.ClusterClient // Set and Del's client
 }
 
 // StartCluster starts n cluster-enabled servers, splits the slots between
@@ -49,6 +56,11 @@ func StartClusterReplicas(tb testing.TB, masters, replicasPerMaster int) *Cluste
 	}
 	total := masters * (1 + replicasPerMaster)
 	c := &Cluster{masters: masters, ids: map[string]string{}}
+	tb.Cleanup(func() {
+		if c.raw != nil {
+			_ = c.raw.Close()
+		}
+	})
 	for range total {
 		dir := tb.TempDir()
 		c.Nodes = append(c.Nodes, launch(tb, &Server{tb: tb, dir: dir, bus: true, extra: []string{
@@ -324,4 +336,23 @@ func (c *Cluster) SetNodeTimeout(tb testing.TB, d time.Duration) {
 			mustOK(tb, s.Addr(), "CONFIG", "SET", "cluster-node-timeout", strconv.FormatInt(d.Milliseconds(), 10))
 		}
 	}
+}
+
+// Set writes key (SET PX), as another tool would, through a cluster client
+// of go-redis direct to the masters: it follows ASK and MOVED while a slot
+// moves.
+func (c *Cluster) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	return c.client().Set(ctx, key, value, ttl).Err()
+}
+
+// Del deletes key as Set writes it.
+func (c *Cluster) Del(ctx context.Context, key string) error {
+	return c.client().Del(ctx, key).Err()
+}
+
+func (c *Cluster) client() *redis.ClusterClient {
+	c.rawOnce.Do(func() {
+		c.raw = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Masters(), MaxRetries: -1})
+	})
+	return c.raw
 }
