@@ -58,7 +58,8 @@ type stream struct {
 // options, DefaultAutoPipelineOptions unless the client's Options set
 // others); on a *redis.ClusterClient one stream per master (nodes.go,
 // batcher.go), on the master's own node client, so that a master that
-// does not answer holds its own commands only. Multi-key calls (MGet,
+// does not answer holds its own commands only (reads go to the master
+// too, whatever the client's ReadOnly routing says). Multi-key calls (MGet,
 // MSet, FillMany, AcquireMany, SwapMany, scans, Unlink), publish and Ping
 // keep their own pipelines. A value longer than the pipeliner's
 // MaxBatchBytes is written off the stream, and a bounded read reads at
