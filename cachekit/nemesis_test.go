@@ -284,14 +284,18 @@ func TestNemesis(t *testing.T) {
 // histories' keys moved between masters under them (Reshard: ASK, then
 // MOVED; no operation may fail on a redirect): 50 histories per kind, every one
 // linearizable, its writes fenced. The Clients' commands for the other masters' keys share no
-// batch with the faulted master's.
+// batch with the faulted master's. CACHEKIT_NEMESIS_CLUSTER=n runs n histories per kind.
 func TestNemesisCluster(t *testing.T) {
 	t.Parallel()
 	kinds := append(append([]nemesis.Kind{}, nemesis.ProxyKinds...), nemesis.Pause, nemesis.Reshard)
 	for i, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
-			res := runNemesis(t, nemesisRun{kinds: []nemesis.Kind{kind}, mode: "noL1", histories: 50, gap: 500 * time.Millisecond,
+			n := 50
+			if v, err := strconv.Atoi(os.Getenv("CACHEKIT_NEMESIS_CLUSTER")); err == nil && v > 0 {
+				n = v // the long run
+			}
+			res := runNemesis(t, nemesisRun{kinds: []nemesis.Kind{kind}, mode: "noL1", histories: n, gap: 500 * time.Millisecond,
 				seed: uint64(200 + i), cluster: true})
 			if kind == nemesis.Reshard {
 				// A move is no fault of Redis: the Clients follow ASK and

@@ -126,41 +126,67 @@ func TestFenceOrdersWrites(t *testing.T) {
 // the same connections, so a delayed one of each never lands after the
 // next write.
 func TestFenceCoversEveryWrite(t *testing.T) {
-	cases := fenceWriteCases
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFenceFixture(t, true, nil)
-			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			// Once undelayed, so that a script is in Redis's cache: the
-			// delayed EVALSHA must not be a NOSCRIPT no-op.
-			if err := tc.delayed(f.store, bg); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.store.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			f.delayedWrite(t, func(ctx context.Context) error { return tc.delayed(f.store, ctx) })
-			if err := tc.next(f.store); err != nil {
-				t.Fatalf("the next write: %v", err)
-			}
-			f.settle(t)
-			if got := f.direct(t, "k"); got != tc.want {
-				t.Fatalf("Redis holds %q, want %q: the delayed write landed after the next one", got, tc.want)
-			}
-		})
+	for _, tc := range fenceWriteCases {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, newFenceFixture(t, true, nil)) })
 	}
 }
 
-// fenceWriteCases are the writes TestFenceCoversEveryWrite delays (on key
-// "k"), each with the next write and what Redis must hold after both.
-var fenceWriteCases = []struct {
+// fenced is a Store with Fence whose writes of "k" a proxy can delay.
+type fenced interface {
+	storeOf() *Store
+	// delayedWrite runs write with its bytes delayed past its deadline and
+	// checks that its outcome is unknown.
+	delayedWrite(t *testing.T, write func(ctx context.Context) error)
+	// heldK waits for the delayed bytes to go and reads "k" on its server
+	// itself ("" when missing).
+	heldK(t *testing.T) string
+}
+
+func (f *fenceFixture) storeOf() *Store { return f.store }
+
+func (f *fenceFixture) heldK(t *testing.T) string {
+	t.Helper()
+	f.settle(t)
+	return f.direct(t, "k")
+}
+
+// check runs the case on f: the write delayed past its deadline, then the
+// next write, then what the server holds.
+func (tc fenceCase) check(t *testing.T, f fenced) {
+	t.Helper()
+	s := f.storeOf()
+	if err := s.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// Once undelayed, so that a script is in Redis's cache: the delayed
+	// EVALSHA must not be a NOSCRIPT no-op.
+	if err := tc.delayed(s, bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	f.delayedWrite(t, func(ctx context.Context) error { return tc.delayed(s, ctx) })
+	if err := tc.next(s); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	if got := f.heldK(t); got != tc.want {
+		t.Fatalf("Redis holds %q, want %q: the delayed write landed after the next one", got, tc.want)
+	}
+}
+
+// fenceCase is a write delayed on key "k", the next write, and what
+// Redis must hold after both.
+type fenceCase struct {
 	name    string
 	delayed func(s *Store, ctx context.Context) error
 	next    func(s *Store) error
 	want    string
-}{
+}
+
+// fenceWriteCases are the writes TestFenceCoversEveryWrite delays (on key
+// "k"), each with the next write and what Redis must hold after both.
+var fenceWriteCases = []fenceCase{
 	{"Delete then Set", func(s *Store, ctx context.Context) error { _, err := s.Delete(ctx, "k"); return err },
 		func(s *Store) error { return s.Set(bg, "k", []byte("new"), time.Minute) }, "new"},
 	{"MSet then Set", func(s *Store, ctx context.Context) error {
