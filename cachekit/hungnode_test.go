@@ -40,10 +40,12 @@ type nodeLoad struct {
 // other masters' keys and 2 on its own. The healthy masters' keys see no
 // failure and keep at least half their rate; the hung master's calls fail
 // within the Client's bounds. With auto-pipelining on (the default) and
-// off. The node timeout is raised to 15 s (Redis's default) so that no
-// replica takes over during the hang: a failover would make every master
-// refuse commands while the slot has no master (CLUSTERDOWN), which no
-// client can avoid.
+// off, on an injected cluster client and on one the Client opens from a
+// redis+cluster:// URL (its streams' batches then have their own
+// timeout). The node timeout is raised to 15 s (Redis's default) so that
+// no replica takes over during the hang: a failover would make every
+// master refuse commands while the slot has no master (CLUSTERDOWN),
+// which no client can avoid.
 func TestClusterHungMasterDelaysOnlyItsKeys(t *testing.T) {
 	// Not parallel: measures rates.
 	cl := redistest.StartClusterReplicas(t, 3, 1)
@@ -54,13 +56,18 @@ func TestClusterHungMasterDelaysOnlyItsKeys(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		off  bool
-	}{{"pipelined", false}, {"direct", true}} {
+		url  bool // Options.RedisURL: the Client opens its own cluster client
+	}{{"pipelined", false, false}, {"direct", true, false}, {"url", false, true}} {
 		t.Run(mode.name, func(t *testing.T) {
 			opts := Production()
 			// Fail-open would turn a failed call into a miss or a dropped
 			// write; off, every failure is an error the load counts.
 			opts.Reliability.FailOpen = false
-			opts.Redis = clusterClient(t, cl)
+			if mode.url {
+				opts.RedisURL = cl.URL()
+			} else {
+				opts.Redis = clusterClient(t, cl)
+			}
 			opts.DisableAutoPipeline = mode.off
 			c := newClient(t, opts)
 			key := func(tags []string) string {
