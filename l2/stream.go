@@ -76,7 +76,9 @@ type stream struct {
 // (a lone caller goes directly only when there is none). go-redis's hooks
 // see a command on the stream's background context (no values of the
 // caller's ctx), and a batch of several commands only through
-// ProcessPipelineHook.
+// ProcessPipelineHook; on a cluster, the hooks of the master's node client
+// (those added through OnNewNode, as redisotel does), not the cluster
+// client's own.
 //
 // ioTimeout, when positive, is the read and write timeout of the stream's
 // batches (a WithTimeout clone of the client, or of each master's node
