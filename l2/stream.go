@@ -77,7 +77,7 @@ type stream struct {
 // see a command on the stream's background context (no values of the
 // caller's ctx), and a batch of several commands only through
 // ProcessPipelineHook; on a cluster, the hooks of the master's node client
-// (those added through OnNewNode, as redisotel does), not the cluster
+// (added through OnNewNode or ClusterOptions.NewClient), not the cluster
 // client's own.
 //
 // ioTimeout, when positive, is the read and write timeout of the stream's
