@@ -1,13 +1,15 @@
 package l2
 
-// The auto-pipelined stream of a cluster: one stream per master, over the
-// master's own *redis.Client (the node client go-redis's ClusterClient
-// keeps), so a batch carries one node's commands only and a node that does
-// not answer holds its own commands, never another node's. A command goes
-// to the stream of the master the cluster client's slot map names for its
-// key; a node that answers MOVED or ASK (its slot moved, or is moving) has
-// not run it, and its caller sends it again through the cluster client,
-// which follows the redirect (ASKING included) and reloads the slot map.
+// The auto-pipelined stream of a cluster: one stream per master (a
+// batcher, batcher.go) over the master's own *redis.Client (the node
+// client go-redis's ClusterClient keeps), so a batch carries one master's
+// commands only and a master that does not answer holds its own commands,
+// never another master's. A command goes to the stream of the master the
+// cluster client's slot map names for its key; a master that answers MOVED
+// or ASK (its slot moved, or is moving) has not run it, and its caller
+// sends it again directly to the master the reply names (ASKING and the
+// command on one connection for ASK), after that master's stream ran the
+// commands whose callers stopped waiting.
 
 import (
 	"context"
@@ -84,7 +86,10 @@ func (ns *nodeStreams) streamFor(ctx context.Context, key string) (*stream, erro
 	return ns.add(node)
 }
 
-// add makes node's stream (once).
+// add makes node's stream (once), and drops the streams of node clients
+// the cluster client has replaced (go-redis closes a node client some time
+// after its node left the slot map; a new client of that address is a new
+// node).
 func (ns *nodeStreams) add(node *redis.Client) (*stream, error) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
@@ -98,51 +103,42 @@ func (ns *nodeStreams) add(node *redis.Client) (*stream, error) {
 	}
 	st := &stream{b: &batcher{client: src, maxCmds: ns.maxCmds, maxBytes: ns.maxBytes}, maxBytes: ns.maxBytes}
 	src.AddHook(st.queued.Hook())
+	ns.known.Store(node.Options().Addr, node)
 	m := make(map[*redis.Client]*stream, len(old)+1)
 	for n, s := range old {
-		m[n] = s
+		if cur, ok := ns.known.Load(n.Options().Addr); !ok || cur == n || s.abandoned.Load() > 0 {
+			m[n] = s
+		}
 	}
 	m[node] = st
 	ns.m.Store(&m)
 	return st, nil
 }
 
-// drop forgets st, a stream whose node client go-redis closed (it does
-// some time after the node left the slot map); a new client of that
-// address gets a stream of its own.
-func (ns *nodeStreams) drop(st *stream) {
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	old := *ns.m.Load()
-	m := make(map[*redis.Client]*stream, len(old))
-	for n, s := range old {
-		if s != st {
-			m[n] = s
-		}
-	}
-	ns.m.Store(&m)
-}
-
-// byAddr returns the stream of the master at addr (made now if needed),
-// nil when the cluster client has no node client for addr.
-func (ns *nodeStreams) byAddr(addr string) *stream {
+// node returns the node client the cluster client keeps for addr, nil
+// when it has none.
+func (ns *nodeStreams) node(addr string) *redis.Client {
 	if addr == "" {
 		return nil
-	}
-	for n, st := range *ns.m.Load() {
-		if n.Options().Addr == addr {
-			return st
-		}
 	}
 	n, ok := ns.known.Load(addr)
 	if !ok {
 		return nil
 	}
-	st, err := ns.add(n.(*redis.Client))
-	if err != nil {
-		return nil
+	return n.(*redis.Client)
+}
+
+// settleAddr waits, within ctx, until the streams of the node clients of
+// addr ran every command whose caller stopped waiting.
+func (ns *nodeStreams) settleAddr(ctx context.Context, addr string) error {
+	for n, st := range *ns.m.Load() {
+		if n.Options().Addr == addr {
+			if err := st.settle(ctx); err != nil {
+				return err
+			}
+		}
 	}
-	return st
+	return nil
 }
 
 // each calls fn with every stream made so far.
@@ -193,18 +189,26 @@ func containsStream(sts []*stream, st *stream) bool {
 // sendCluster is send on a cluster's per-master streams: each command on
 // its key's master's stream (a lone caller of a stream, or a large call
 // after that stream's abandoned commands, directly through the cluster
-// client), then the commands a node redirected sent again, in order. It
-// returns the stream whose busy count it raised (nil: none), for send to
-// lower when it returns.
+// client), then the commands a master redirected sent again. Consecutive
+// commands of one slot (a key's) go to one stream, however the slot map
+// changes meanwhile.
+// It returns the stream whose busy count it raised (nil: none), for send
+// to lower when it returns.
 func (s *Store) sendCluster(ctx context.Context, large bool, cmds []redis.Cmder) (*stream, error) {
 	ns := s.nodes
-	st, err := ns.streamFor(ctx, s.routeKey(cmds[0]))
+	key := s.routeKey(cmds[0])
+	slot := slotOf(key)
+	st, err := ns.streamFor(ctx, key)
 	var sts []*stream // per command, when they span several masters
+	lastSlot, last := slot, st
 	for i := 1; err == nil && i < len(cmds); i++ {
-		other, oerr := ns.streamFor(ctx, s.routeKey(cmds[i]))
+		other := last
+		if k := s.routeKey(cmds[i]); slotOf(k) != lastSlot {
+			other, err = ns.streamFor(ctx, k)
+			lastSlot, last = slotOf(k), other
+		}
 		switch {
-		case oerr != nil:
-			err = oerr
+		case err != nil:
 		case sts != nil:
 			sts = append(sts, other)
 		case other != st:
@@ -237,39 +241,37 @@ func (s *Store) sendCluster(ctx context.Context, large bool, cmds []redis.Cmder)
 		s.direct(ctx, s.once(cmds, false))
 		return nil, nil
 	case sts != nil:
-		if err := runEach(ctx, sts, s.once(cmds, true)); err != nil {
+		marked := s.once(cmds, true)
+		if err := runEach(ctx, sts, marked); err != nil {
 			return nil, err
 		}
-		for i, c := range cmds {
-			if errors.Is(c.Err(), redis.ErrClosed) {
-				ns.drop(sts[i])
-			}
-		}
-		return nil, s.redirect(ctx, cmds)
+		return nil, s.redirect(ctx, marked)
 	case st.busy.Add(1) == 1 && st.abandoned.Load() == 0:
 		// A lone caller of its master sends directly.
 		s.direct(ctx, s.once(cmds, false))
 		return st, nil
 	}
-	if err := st.run(ctx, s.once(cmds, true)); err != nil {
+	marked := s.once(cmds, true)
+	if err := st.run(ctx, marked); err != nil {
 		return st, err
 	}
-	if errors.Is(cmds[0].Err(), redis.ErrClosed) {
-		ns.drop(st)
-	}
-	return st, s.redirect(ctx, cmds)
+	return st, s.redirect(ctx, marked)
 }
 
-// redirect sends again, in order, the commands a master did not run: it
-// answered MOVED (the slot moved: the slot map is reloaded) or ASK (the
-// slot is moving and the key is gone: ASKING goes first), each sent on the
-// stream of the master it names, or its stream had closed (go-redis closed
-// the node client). A command whose master is not known yet, or that is
-// redirected again maxRedirects times, goes through the cluster client,
-// which follows redirects itself. Commands of the same send keep their
-// order; commands of other callers in flight meanwhile are concurrent with
-// them. It returns ctx's error when ctx ended while a resent command was
-// queued (its send's error).
+// redirect sends again the commands (marked as go-redis must not resend
+// them) a master did not run: it answered MOVED (the slot moved: the slot
+// map reload is asked for) or ASK (the slot is moving and the key is not
+// there: ASKING and the command go as one pipeline, on one connection),
+// or its node client was closed. Each goes directly to the master the
+// reply names, with the caller's ctx, after that master's stream ran the
+// commands whose callers stopped waiting; should ctx end while one is on
+// its way, its connection fails and is fenced, as a lone caller's direct
+// send. A command whose master the cluster client has no node client for,
+// or that is redirected again maxRedirects times, goes through the cluster
+// client, which follows redirects itself. The commands of one send are
+// resent one after the other, in their order; those other callers have in
+// flight meanwhile are concurrent with them. It returns ctx's error when
+// ctx ended before a resend (the command was not run).
 func (s *Store) redirect(ctx context.Context, cmds []redis.Cmder) error {
 	for _, c := range cmds {
 		for try := 0; ; try++ {
@@ -282,31 +284,41 @@ func (s *Store) redirect(ctx context.Context, cmds []redis.Cmder) error {
 			if !moved && !ask && !errors.Is(err, redis.ErrClosed) {
 				break
 			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			c.SetErr(nil)
 			if moved {
 				s.RefreshTopology()
 			} else {
 				addr = askAddr
 			}
-			st := s.nodes.byAddr(addr)
-			if st == nil || try == maxRedirects {
+			node := s.nodes.node(addr)
+			if node == nil || try == maxRedirects {
 				_ = s.cluster.Process(ctx, c)
 				break
 			}
-			batch := []redis.Cmder{c}
-			if ask {
-				batch = []redis.Cmder{redis.NewStatusCmd(ctx, "asking"), c}
-			}
-			if err := st.run(ctx, batch); err != nil {
+			if err := s.nodes.settleAddr(ctx, addr); err != nil {
 				return err
 			}
+			if !ask {
+				_ = node.Process(ctx, c)
+				continue
+			}
+			// ASKING holds for the next command on its connection only: a
+			// pipeline keeps the two on one connection, in order.
+			_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				_ = p.Process(ctx, redis.NewStatusCmd(ctx, "asking"))
+				_ = p.Process(ctx, c)
+				return nil
+			})
 		}
 	}
 	return nil
 }
 
 // maxRedirects is how many times redirect follows a command's redirects
-// on the streams before it hands it to the cluster client.
+// to the masters they name before it hands it to the cluster client.
 const maxRedirects = 2
 
 // routeKey is the key whose master a single-key command goes to: the key
@@ -374,9 +386,11 @@ func (s *Store) announced(c redis.Cmder) (string, bool) {
 }
 
 // directCluster sends cmds through the cluster client, except this
-// Store's announcements: each goes to the master of the key it announces.
+// Store's announcements: each goes, after the other commands, to the
+// master of the key it announces.
 func (s *Store) directCluster(ctx context.Context, cmds []redis.Cmder) {
-	var rest []redis.Cmder
+	var rest, pubs []redis.Cmder
+	var keys []string
 	for i, c := range cmds {
 		k, ok := s.announced(c)
 		if !ok {
@@ -388,17 +402,21 @@ func (s *Store) directCluster(ctx context.Context, cmds []redis.Cmder) {
 		if rest == nil {
 			rest = append(make([]redis.Cmder, 0, len(cmds)), cmds[:i]...)
 		}
-		node, err := s.cluster.MasterForKey(ctx, k)
+		pubs, keys = append(pubs, c), append(keys, k)
+	}
+	switch {
+	case rest == nil:
+		s.directAll(ctx, cmds)
+		return
+	case len(rest) > 0:
+		s.directAll(ctx, rest)
+	}
+	for i, c := range pubs {
+		node, err := s.cluster.MasterForKey(ctx, keys[i])
 		if err != nil {
 			c.SetErr(err)
 			continue
 		}
 		_ = node.Process(ctx, c)
-	}
-	switch {
-	case rest == nil:
-		s.directAll(ctx, cmds)
-	case len(rest) > 0:
-		s.directAll(ctx, rest)
 	}
 }

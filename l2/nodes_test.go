@@ -360,3 +360,53 @@ func (h *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		return next(ctx, cmds)
 	}
 }
+
+// TestClusterNeverResendsWrites: a cluster client resends a command that
+// timed out up to MaxRedirects times (default 3) even with MaxRetries -1;
+// a Set whose reply is held past the client's read timeout reaches its
+// master once, on the stream and off it.
+func TestClusterNeverResendsWrites(t *testing.T) {
+	t.Parallel()
+	for _, streamed := range []bool{false, true} {
+		t.Run(fmt.Sprint("streamed=", streamed), func(t *testing.T) {
+			t.Parallel()
+			cl := redistest.StartCluster(t, 3)
+			master := cl.MasterOf(slotOf("k"))
+			proxy := redistest.StartProxy(t, master)
+			var d net.Dialer
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Masters(), MaxRetries: -1, ContextTimeoutEnabled: true,
+				ReadTimeout: 100 * time.Millisecond,
+				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					if addr == master {
+						addr = proxy.Addr()
+					}
+					return d.DialContext(ctx, network, addr)
+				}})
+			t.Cleanup(func() { _ = rdb.Close() })
+			s := New(rdb)
+			if streamed {
+				if err := s.AutoPipeline(0); err != nil {
+					t.Fatal(err)
+				}
+				busyCluster(t, s, "{k}busy")
+			}
+			if err := s.Set(bg, "k", []byte("v0"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := setCalls(t, master)
+			proxy.DelayReplies(400 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+			err := s.Set(ctx, "k", []byte("v1"), time.Minute)
+			cancel()
+			proxy.DelayReplies(0)
+			if err == nil {
+				t.Fatal("a Set whose reply came after the read timeout returned nil")
+			}
+			time.Sleep(500 * time.Millisecond) // the held replies go
+			if after, _ := setCalls(t, master); after-before != 1 {
+				n := after - before
+				t.Fatalf("the master ran the Set %d times, want once (%v)", n, err)
+			}
+		})
+	}
+}

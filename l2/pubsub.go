@@ -121,7 +121,8 @@ func (s *Store) announcement(key string) []byte {
 }
 
 // Announce publishes the announcement of each key (one pipelined round
-// trip for several); it does nothing when the Store does not announce.
+// trip for several; on a cluster each to its key's master, side by side);
+// it does nothing when the Store does not announce.
 func (s *Store) Announce(ctx context.Context, keys ...string) error {
 	if !s.announcing() {
 		return nil

@@ -78,13 +78,18 @@ func (s *Store) RefreshTopology() {
 // A client that retries commands on its own (go-redis's MaxRetries,
 // default 3) would resend a write whose reply was lost, which may land
 // twice: the Store's writes are marked so that it never resends them (see
-// once.go); its reads it may retry.
+// once.go); its reads it may retry. A cluster client resends a command
+// that failed on the network up to MaxRedirects times (default 3) even
+// with MaxRetries -1: its writes are marked too.
 func New(rdb redis.UniversalClient) *Store {
 	s := &Store{rdb: rdb}
 	s.cluster, _ = rdb.(*redis.ClusterClient)
 	if rdb != nil {
 		_, retries, _ := s.driverSettings()
-		s.resends = retries > 0
+		// A cluster client also resends a command that failed on the
+		// network (a timeout included) up to MaxRedirects times, whatever
+		// MaxRetries says.
+		s.resends = retries > 0 || s.cluster != nil && s.cluster.Options().MaxRedirects > 0
 	}
 	return s
 }

@@ -3,11 +3,11 @@ package l2
 // The auto-pipelined stream: the Store's single-key commands share one
 // ordered stream of pipelines per server, go-redis's AutoPipeliner (its
 // deferred face; on a cluster, a batcher per master: nodes.go), instead of
-// taking a pooled connection each. The pipeliner runs a batch on
-// its own background context and calls only go-redis's hooks for the batch
-// (the pipeline hook, or the process hook for a batch of one), so a caller
-// waits for its reply with AutoFuture.WaitContext: its ctx ends the wait,
-// not the command.
+// taking a pooled connection each. The stream runs a batch on its own
+// background context and calls only go-redis's hooks for the batch (the
+// pipeline hook, or the process hook for a batch of one), so a caller
+// waits for its reply (AutoFuture.WaitContext, or its batch's done
+// channel): its ctx ends the wait, not the command.
 
 import (
 	"context"
@@ -38,7 +38,8 @@ type stream struct {
 	// off the stream.
 	maxBytes int
 	// busy counts the calls on the stream, and those sent directly because
-	// it was idle, until their send returns.
+	// it was idle, until their send returns (on a cluster, the sends whose
+	// commands all go to this master; not a redirect's resend).
 	busy atomic.Int64
 	// abandoned counts commands whose caller stopped waiting (its ctx
 	// ended) that the stream has not run yet; a write sent off the stream
@@ -142,7 +143,9 @@ func init() {
 // run in their place or are dropped unsent, and the caller must not read
 // them. On the
 // stream each command is queued behind every command the Store queued
-// before it. Off it they go as one pipeline (one command alone) on ctx:
+// before it (on a cluster, on its master's stream: the commands of one
+// send for different masters run side by side, and one a master
+// redirected runs again after the others; see sendCluster). Off it they go as one pipeline (one command alone) on ctx:
 // without a stream; when large (the value longer than the stream's byte
 // limit), after the abandoned commands of the stream ran; and when the
 // caller is alone (no other send in flight, none abandoned), which is then
