@@ -120,3 +120,20 @@ func TestReportFailsOnMissingOrUnexpectedRows(t *testing.T) {
 		t.Fatalf("C unexpected: exit %d\n%s", code, sb.String())
 	}
 }
+
+// TestPooledDropsTheDisturbedRuns: CI's run of 2026-12-07 measured
+// L1Hit/unsampled-span twice with one disturbed run in each set; pooled,
+// the two highest go and the row gates on the other four. Two disturbed
+// runs plus real spread among the rest still read as noisy.
+func TestPooledDropsTheDisturbedRuns(t *testing.T) {
+	first := result{name: "row", runs: []float64{3556.0, 3600.0, 3557.0}}
+	second := result{name: "row", runs: []float64{3597.0, 3558.4, 3554.9}}
+	r := pooled(first, second)
+	if len(r.runs) != 4 || r.spread > spreadPct || r.median != 3556.5 {
+		t.Fatalf("pooled = %v (median %v, spread %.2f%%), want the four lowest, median 3556.5, spread under %v%%", r.runs, r.median, r.spread, spreadPct)
+	}
+	noisy := pooled(result{runs: []float64{3500, 3600, 3700}}, result{runs: []float64{3550, 3650, 3750}})
+	if noisy.spread <= maxSpreadPct {
+		t.Fatalf("pooled real spread = %.2f%%, want above %v%%", noisy.spread, maxSpreadPct)
+	}
+}
