@@ -14,6 +14,7 @@ package l2
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,10 +142,11 @@ func (ns *nodeStreams) settleAddr(ctx context.Context, addr string) error {
 	return nil
 }
 
-// each calls fn with every stream made so far.
-func (ns *nodeStreams) each(fn func(*stream) error) error {
+// settleAll waits, within ctx, until every stream ran every command whose
+// caller stopped waiting.
+func (ns *nodeStreams) settleAll(ctx context.Context) error {
 	for _, st := range *ns.m.Load() {
-		if err := fn(st); err != nil {
+		if err := st.settle(ctx); err != nil {
 			return err
 		}
 	}
@@ -152,21 +154,22 @@ func (ns *nodeStreams) each(fn func(*stream) error) error {
 }
 
 // settle waits, within ctx, until the streams of keys' masters (every
-// stream when keys is empty) ran every command whose caller stopped
-// waiting.
+// stream when keys is empty, or when there is no slot map) ran every
+// command whose caller stopped waiting. A master with no stream yet has
+// nothing to wait for.
 func (ns *nodeStreams) settle(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
-		return ns.each(func(st *stream) error { return st.settle(ctx) })
+		return ns.settleAll(ctx)
 	}
 	var done [4]*stream
 	seen := done[:0]
 	for _, k := range keys {
-		st, err := ns.streamFor(ctx, k)
+		node, err := ns.cluster.MasterForKey(ctx, k)
 		if err != nil {
-			// No slot map: wait for every stream rather than none.
-			return ns.each(func(st *stream) error { return st.settle(ctx) })
+			return ns.settleAll(ctx)
 		}
-		if containsStream(seen, st) {
+		st := (*ns.m.Load())[node]
+		if st == nil || slices.Contains(seen, st) {
 			continue
 		}
 		seen = append(seen, st)
@@ -175,15 +178,6 @@ func (ns *nodeStreams) settle(ctx context.Context, keys []string) error {
 		}
 	}
 	return nil
-}
-
-func containsStream(sts []*stream, st *stream) bool {
-	for _, s := range sts {
-		if s == st {
-			return true
-		}
-	}
-	return false
 }
 
 // sendCluster is send on a cluster's per-master streams: each command on
@@ -222,7 +216,7 @@ func (s *Store) sendCluster(ctx context.Context, large bool, cmds []redis.Cmder)
 	if err != nil {
 		// No slot map to route by: the cluster client routes (and fails)
 		// each command itself, after every abandoned command ran.
-		if err := ns.settle(ctx, nil); err != nil {
+		if err := ns.settleAll(ctx); err != nil {
 			return nil, err
 		}
 		s.direct(ctx, s.once(cmds, false))

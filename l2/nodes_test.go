@@ -410,3 +410,35 @@ func TestClusterNeverResendsWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterMSetWaitsForAbandoned is TestStreamHonoursDeadline on a
+// cluster, for a multi-key write: a Set abandoned while its batch is held
+// still runs, and an MSet of the same key (sent off the stream) waits for
+// its master's stream to run it, so the MSet's value is the one left.
+func TestClusterMSetWaitsForAbandoned(t *testing.T) {
+	t.Parallel()
+	stuck := redistest.NewHoldBefore("set", "{m}k") // holds the batch before it is sent
+	defer stuck.Release()
+	_, rdb, s := clusterStreamed(t, stuck)
+	busyCluster(t, s, "{m}busy")
+	dctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	if err := s.Set(dctx, "{m}k", []byte("old"), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Set in a stuck stream = %v, want DeadlineExceeded", err)
+	}
+	<-stuck.Held()
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.MSet(bg, []Item{{Key: "{m}k", Value: []byte("new"), TTL: time.Minute}}) }()
+	select {
+	case err := <-wrote:
+		t.Fatalf("an MSet overtook an abandoned Set of its key: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	stuck.Release()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if b, err := rdb.Get(bg, "{m}k").Bytes(); err != nil || string(b) != "new" {
+		t.Fatalf("Redis holds %q, %v; want the later MSet's value", b, err)
+	}
+}
