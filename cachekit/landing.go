@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
@@ -23,8 +24,12 @@ import (
 type fillKind int
 
 const (
+	// fillNone: not at all; the result goes only to the load's callers
+	// (FailOpen with Redis failing, a lease Redis refused, a key under
+	// another Client's lease this Client does not wait for).
+	fillNone fillKind = iota
 	// fillPlain: L1-only mode, where L1 is the store.
-	fillPlain fillKind = iota
+	fillPlain
 	// fillAbsent: only where the key holds nothing (SET NX), or the entry
 	// whose digest is replace (one that could not be opened). Interop
 	// mode's loads: its keys are shared with other SDKs, which know no
@@ -52,8 +57,20 @@ type fill struct {
 	// sequence read before the load: a fillAbsent store goes only while
 	// no write of this Client's began since (keyorder.go).
 	seq     uint64
-	expiry  int64    // fillDigest: the served entry's PEXPIRETIME (Unix ms), 0 unknown
-	renewer *renewer // fillLease: keeps the lease until the fill answered
+	expiry  int64      // fillDigest: the served entry's PEXPIRETIME (Unix ms), 0 unknown
+	ver     l1.Version // fillDigest: the key's L1 version when it was served (a write since drops the fill)
+	renewer *renewer   // fillLease: keeps the lease until the fill answered
+	unlock  func()     // fillAbsent: releases interop mode's {key}:lock once landed; nil without one
+}
+
+// giveBack releases what f holds on key when nothing will be stored by it
+// (its load failed, or its value cannot be sealed): the lease's renewer
+// and the lease (waiters need not wait it out).
+func (f fill) giveBack(ctx context.Context, c *Client, key string) {
+	f.renewer.stop()
+	if f.kind == fillLease {
+		c.releaseLease(ctx, c.fullKey(key), f.lease)
+	}
 }
 
 // landing is what became of a landed value.
@@ -65,29 +82,58 @@ const (
 	landFailed                // it could not be sealed or stored: warned, not cached
 )
 
-// land stores v, loaded for key, for ttl by f: sealed (an absence as a
-// negative entry), written to Redis by f's kind, then to L1 through the
-// ticket taken before the write (as Set does), and SWR told of its expiry
-// (tracking the key when track; never a negative entry). It
-// reports what became of it, and the time just before the write left (when
-// v was last known current). A lease fill's lease is released when the
-// value cannot be stored. The error says why it could not be sealed or
-// stored (ErrClosed among them): a load warns about it (loadStoreFailed)
-// and its callers still get v; a refresh reports it.
-func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration, f fill, track bool) (landing, time.Time, error) {
+// land stores res, the result of a load of key (or, when loadErr is
+// not nil, its failure), for ttl by f, and returns what the load's
+// callers get: res, with the instant it was last known current (as
+// loaded says: just before the fill was sent when it stored, else when the
+// loader started; none in L1-only and interop mode), or loadErr, after f
+// gave its claim back. A result is sealed (gone as a negative entry),
+// written to Redis by f's kind, then to L1 through the ticket taken
+// before the write (as Set does), and SWR told of a value's expiry. A
+// failure to seal or store is warned about and the callers still get res
+// (loadStoreFailed; ErrClosed is returned), except a refresh's
+// (fillDigest), which is returned for the refresh to report.
+func land[V any](ctx context.Context, c *Client, key string, res loaded[V], ttl time.Duration, f fill, loadErr error) (loaded[V], error) {
+	if f.unlock != nil {
+		defer f.unlock()
+	}
+	if loadErr != nil {
+		f.giveBack(ctx, c, key)
+		return res, loadErr
+	}
+	if f.kind == fillNone || f.kind == fillDigest && c.l1 != nil && c.l1.Version(key) != f.ver {
+		return res, nil // not stored; a refresh that a newer write overtook drops its value
+	}
 	ttl, err := normalizeTTL(ttl)
-	stored, neg := []byte(nil), false
+	var stored []byte
 	if err == nil {
-		stored, neg, err = c.sealLoaded(ctx, key, v, ttl)
+		stored, err = sealLoaded(ctx, c, key, res, ttl)
 	}
-	track = track && !neg
+	var out landing
+	var at time.Time
 	if err != nil {
-		f.renewer.stop()
-		if f.kind == fillLease {
-			c.releaseLease(ctx, c.fullKey(key), f.lease)
-		}
-		return landFailed, time.Time{}, err
+		f.giveBack(ctx, c, key)
+	} else {
+		out, at, err = c.storeLoaded(ctx, key, stored, ttl, f, res.gone == nil)
 	}
+	if f.kind != fillDigest {
+		err = c.loadStoreFailed(key, err)
+	}
+	switch {
+	case f.kind != fillLease:
+		res.at = time.Time{}
+	case out == landStored && err == nil:
+		res.at = at
+	}
+	return res, err
+}
+
+// storeLoaded writes stored, the sealed result of a load of key, to Redis by
+// f's kind (any but fillNone), then to L1 through the ticket taken before
+// the write, SWR told of its expiry when track (a value, not a negative
+// entry). It reports what became of it, and the time just before the
+// write left.
+func (c *Client) storeLoaded(ctx context.Context, key string, stored []byte, ttl time.Duration, f fill, track bool) (landing, time.Time, error) {
 	t := c.ticket(key)
 	at := time.Now()
 	if c.l2 == nil {
@@ -95,6 +141,7 @@ func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration,
 		return landStored, at, nil
 	}
 	var ok bool
+	var err error
 	if f.kind == fillAbsent && c.order != nil {
 		_, err = c.order.store(key, f.seq, func() (err error) {
 			ok, err = c.fillL2(ctx, key, stored, ttl, f)
@@ -122,15 +169,13 @@ func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration,
 	return landStored, at, nil
 }
 
-// sealLoaded seals what a load returned for key: a value as Set seals it,
-// an absence as a negative entry living ttl (neg true).
-func (c *Client) sealLoaded(ctx context.Context, key string, v any, ttl time.Duration) (stored []byte, neg bool, err error) {
-	if _, neg = v.(absence); neg {
-		stored, err = c.sealNegative(ctx, key, ttl)
-	} else {
-		stored, err = c.sealValue(ctx, key, v)
+// sealLoaded seals res, loaded for key: a value as Set seals it, gone as
+// a negative entry living ttl.
+func sealLoaded[V any](ctx context.Context, c *Client, key string, res loaded[V], ttl time.Duration) ([]byte, error) {
+	if res.gone != nil {
+		return c.sealNegative(ctx, key, ttl)
 	}
-	return stored, neg, err
+	return c.sealValue(ctx, key, res.v)
 }
 
 // loadStoreFailed is what a load returns for err, land's failure to seal
@@ -183,93 +228,106 @@ func (c *Client) fillL2(ctx context.Context, key string, stored []byte, ttl time
 // have stored the value, or someone else wrote the key.
 var errResentNotStored = errors.New("cachekit: a resent write found its condition gone; its first attempt may have stored it")
 
-// batchItem is one loaded value of a batch (or an absence: a key the
-// loader left out, cached as not found) and how it may be stored.
-type batchItem struct {
-	key   string
-	v     any
-	lease string // fillLease's lease; "" in a fillAbsent batch
-}
-
-// landBatch stores a batch's loaded values for ttl (its absences for
-// Options.NegativeTTL) in one pipelined round trip: each item while its key still holds its lease (kind fillLease), or
-// only where its key holds nothing (fillAbsent, interop mode), or plainly
-// in L1-only mode; then L1 as land does (batches are not tracked by SWR).
-// It returns, per item, what became of it and when its value was last
-// known current. An item whose value cannot be sealed, or whose store
-// fails, has its lease released; the error is ErrClosed or nil (failures
-// are warned about).
-func (c *Client) landBatch(ctx context.Context, items []batchItem, ttl time.Duration, kind fillKind) ([]landing, []time.Time, error) {
-	out := make([]landing, len(items))
-	ats := make([]time.Time, len(items))
+// landBatch lands a batch load's results (claimed by cl, loaded by
+// loadMany; loadErr: the loader failed, and cl is given back) and returns
+// every key's result, cl's found ones included: as land does, in one
+// pipelined round trip, for ttl (absences for Options.NegativeTTL): with
+// leases, each key cl holds a lease on while the lease holds (a key the
+// loader left out with nothing to cache gives its lease back at once; the
+// keys under other Clients' leases are not stored), else only where its
+// key holds nothing (interop mode), or in L1. Batches are not tracked by
+// SWR. A result whose value cannot be sealed, or whose store fails, has
+// its lease released and is warned about; the error is ErrClosed or nil.
+func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map[string]loaded[V], ttl time.Duration, loadErr error) (map[string]loaded[V], error) {
+	if loadErr != nil {
+		cl.giveBack(ctx, c)
+		return nil, loadErr
+	}
+	res := cl.found
+	var keys []string // the keys to store, in cl.load's order
+	for _, k := range cl.load {
+		r, ok := vals[k]
+		if ok {
+			if cl.kind != fillLease {
+				r.at = time.Time{} // none known without a lease
+			}
+			res[k] = r
+		}
+		switch lease, held := cl.leases[k]; {
+		case cl.kind == fillLease && !held:
+		case !ok && held: // left out by the loader: nothing to cache, give the key back
+			c.releaseLease(ctx, c.fullKey(k), lease)
+		case ok:
+			keys = append(keys, k)
+		}
+	}
 	ttl, err := normalizeTTL(ttl)
 	var batch []l2.Item
-	var leases []string
-	var at []int // the index in items of each batch entry
+	var leases, at []string // each batch entry's lease and key
 	size := 0
-	for i, it := range items {
+	for _, k := range keys {
 		var stored []byte
 		itemTTL := ttl
-		if _, neg := it.v.(absence); neg {
+		if res[k].gone != nil {
 			itemTTL = c.negTTL
 		}
 		if err == nil {
-			stored, _, err = c.sealLoaded(ctx, it.key, it.v, itemTTL)
+			stored, err = sealLoaded(ctx, c, k, res[k], itemTTL)
 		}
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
-				return nil, nil, err
+				cl.renewer.stop()
+				return nil, err
 			}
-			c.warn("MGetOrLoad could not store a loaded value", it.key, err)
-			c.giveBack(ctx, it)
-			out[i], err = landFailed, nil
+			c.warn("MGetOrLoad could not store a loaded value", k, err)
+			c.giveBackOne(ctx, cl.leases, k)
+			err = nil
 			continue
 		}
-		batch = append(batch, l2.Item{Key: c.fullKey(it.key), Value: stored, TTL: itemTTL})
-		leases, at = append(leases, it.lease), append(at, i)
+		batch = append(batch, l2.Item{Key: c.fullKey(k), Value: stored, TTL: itemTTL})
+		leases, at = append(leases, cl.leases[k]), append(at, k)
 		size += len(stored)
 	}
 	if len(batch) == 0 {
-		return out, ats, nil
+		cl.renewer.stop()
+		return res, nil
 	}
 	tickets := make([]ticket, len(at))
-	for j, i := range at {
-		tickets[j] = c.ticket(items[i].key)
+	for j, k := range at {
+		tickets[j] = c.ticket(k)
 	}
 	sent := time.Now()
-	done, errs, err := c.fillMany(ctx, batch, leases, kind, size)
-	for j, i := range at {
-		it := items[i]
+	done, errs, err := c.fillMany(ctx, batch, leases, cl.kind, size)
+	cl.renewer.stop() // the fills answered
+	var published []string
+	for j, k := range at {
 		switch {
 		case errs[j] != nil:
-			c.dropL1(it.key)
+			c.dropL1(k)
 			if errors.Is(errs[j], ErrClosed) {
-				return nil, nil, errs[j]
+				return nil, errs[j]
 			}
 			if err == nil {
 				c.stats.L2Errors.Add(1) // one item's failure; the round trip's is counted by redis
 			}
-			c.warn("MGetOrLoad could not store the loaded values", it.key, errs[j])
-			c.giveBack(ctx, it)
-			out[i] = landFailed
+			c.warn("MGetOrLoad could not store the loaded values", k, errs[j])
+			c.giveBackOne(ctx, cl.leases, k)
 		case !done[j]:
 			c.stats.LeasesLost.Add(1)
-			out[i] = landLost
 		default:
-			out[i], ats[i] = landStored, sent
-			c.accepted(it.key, tickets[j], batch[j].Value, batch[j].TTL, false)
-		}
-	}
-	if kind == fillAbsent {
-		var keys []string
-		for j, i := range at {
-			if done[j] {
-				keys = append(keys, items[i].key)
+			if cl.kind == fillLease {
+				r := res[k]
+				r.at = sent
+				res[k] = r
 			}
+			c.accepted(k, tickets[j], batch[j].Value, batch[j].TTL, false)
+			published = append(published, k)
 		}
-		c.publish(ctx, "MGetOrLoad's store", keys...)
 	}
-	return out, ats, nil
+	if cl.kind == fillAbsent {
+		c.publish(ctx, "MGetOrLoad's store", published...)
+	}
+	return res, nil
 }
 
 // fillMany writes a batch by kind in one pipeline under the reliability
@@ -297,9 +355,10 @@ func (c *Client) fillMany(ctx context.Context, batch []l2.Item, leases []string,
 	return done, errs, err
 }
 
-// giveBack releases the lease of a batch item that will not be stored.
-func (c *Client) giveBack(ctx context.Context, it batchItem) {
-	if it.lease != "" {
-		c.releaseLease(ctx, c.fullKey(it.key), it.lease)
+// giveBackOne releases key's lease in leases, if it has one: a batch
+// result that will not be stored.
+func (c *Client) giveBackOne(ctx context.Context, leases map[string]string, key string) {
+	if lease, ok := leases[key]; ok {
+		c.releaseLease(ctx, c.fullKey(key), lease)
 	}
 }

@@ -33,13 +33,40 @@ const defaultLeaseTTL = 5 * time.Second
 // placeholder; they take the family's {key}:lock instead).
 func (c *Client) leases() bool { return c.l2 != nil && !c.interop }
 
-// leaseLoad is a GetOrLoad miss with leases: it plants one, or finds the
-// entry another Client stored meanwhile (and returns it), or waits for the
-// Client whose lease is there, or takes over a lease its holder abandoned.
-// Holding the lease it runs the loader and stores the result while the
-// lease holds. A lease Redis will not plant (over maxmemory with
-// noeviction, an ACL without EVAL) means loading without one.
-func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
+// claim is what a load holds on its key before its loader runs: the fill
+// its result may be stored by (under the lease it planted, interop mode's
+// compare and lock, L1 alone, or not at all), which also says what to give
+// back when nothing is stored; or, when found, the result of the load that
+// stored the key meanwhile (or its cached "not found"), which is this
+// load's result: nothing is loaded.
+type claim[V any] struct {
+	fill  fill
+	found bool
+	res   loaded[V]
+}
+
+// claimKey claims key for a GetOrLoad load by the Client's mode: degraded
+// (FailOpen found Redis failing), nothing to claim, the result is not
+// stored; with leases, leaseClaim; else (L1 only, interop mode) lockClaim.
+func claimKey[T any](ctx context.Context, c *Client, key string, degraded bool) (claim[T], error) {
+	switch {
+	case degraded:
+		return claim[T]{fill: fill{kind: fillNone}}, nil
+	case c.leases():
+		return leaseClaim[T](ctx, c, key)
+	}
+	return lockClaim[T](ctx, c, key)
+}
+
+// leaseClaim plants a lease on key (its fill stores the result while the
+// lease holds; its renewer keeps it alive until then), or finds the entry
+// another Client stored meanwhile, or waits for the Client whose lease is
+// there, or takes over a lease its holder abandoned. A lease Redis will not
+// plant (over maxmemory with noeviction, an ACL without EVAL), FailOpen
+// with Redis failing, and another's lease this Client does not wait for
+// (any longer) mean loading without storing (fillNone).
+func leaseClaim[T any](ctx context.Context, c *Client, key string) (claim[T], error) {
+	unstored := claim[T]{fill: fill{kind: fillNone}}
 	full := c.fullKey(key)
 	lease := l2.NewLeaseFor(c.leaseTTL)
 	replace := ""                               // digest of an entry that failed to open, or an abandoned lease
@@ -73,28 +100,28 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 			}
 			if l2.Declined(err) {
 				c.warn("GetOrLoad could not plant a lease (Redis refused the script); loading without storing", key, err)
-				return loadUnstored(ctx, c, load, ttl)
+				return unstored, nil
 			}
 			rerr := c.readErr(ctx, key, err)
 			if out, _ := errClasses.Outcome(rerr); out == observe.Degraded {
-				return loadUnstored(ctx, c, load, ttl) // FailOpen: Redis is failing
+				return unstored, nil // FailOpen: Redis is failing
 			}
-			return nil, rerr
+			return claim[T]{}, rerr
 		}
 		switch state {
+		case l2.LeaseAcquired:
+			r := c.keepLeases(ctx, []string{full}, []string{lease})
+			return claim[T]{fill: fill{kind: fillLease, lease: lease, renewer: r}}, nil
 		case l2.LeaseFoundEntry:
 			v, err := openFound[T](ctx, c, key, entry, left, t)
-			if err == nil {
-				return leased{v: v, at: at}, nil
-			}
-			if c.negTTL > 0 && isNegativeHit(err) { // another load's cached "not found"
-				return leased{v: absence{err}, at: at}, nil
+			if err == nil || c.negTTL > 0 && isNegativeHit(err) { // a value, or another load's cached "not found"
+				res, err := result(c, v, err, at)
+				return claim[T]{found: true, res: res}, err
 			}
 			if !loadable(err) || replace != "" {
-				return nil, err
+				return claim[T]{}, err
 			}
 			replace = l2.Digest(entry) // replace what cannot be opened
-			continue
 		case l2.LeaseHeld:
 			// Its holder renews it every third of its LeaseTTL (its token
 			// carries it; an older Client's, this Client's): one with less
@@ -114,7 +141,7 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 				if wake != nil {
 					c.leaseWaits.Remove(key, wake)
 				}
-				return loadUnstored(ctx, c, load, ttl)
+				return unstored, nil
 			}
 			if !waited {
 				waited = true
@@ -122,13 +149,122 @@ func leaseLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 				c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "lease"))
 			}
 			if err := c.leaseWaits.Await(ctx, key, wake, flight.Patience(wait, left, c.inv.Wakes())); err != nil {
-				return nil, err
+				return claim[T]{}, err
 			}
-			continue
 		}
-		break
 	}
-	return holdAndLoad(ctx, c, key, full, lease, ttl, load)
+}
+
+// lockClaim claims key without a lease: in L1-only mode (L1 is the store)
+// and in interop mode, whose keys are shared with other SDKs, which know
+// no placeholder: there the fill stores only where the key still holds
+// nothing (SET NX), or over exactly the entry that could not be opened,
+// and only while no write of this Client's began since the claim
+// (keyorder.go); with Options.FleetSingleFlight it takes the family's
+// {key}:lock first (released once landed), or waits for its holder's
+// value. A caller that missed just before the previous flight stored its
+// value starts a new flight: it looks again before loading, and a value
+// found is the result.
+func lockClaim[T any](ctx context.Context, c *Client, key string) (claim[T], error) {
+	var seq uint64
+	if c.order != nil {
+		seq = c.order.seq(key)
+	}
+	replace, found, err := lookAgain[T](ctx, c, key)
+	if found.found || err != nil {
+		return found, err
+	}
+	f := fill{kind: fillPlain}
+	if c.l2 != nil {
+		f = fill{kind: fillAbsent, seq: seq}
+		if c.fleetWait {
+			var held claim[T]
+			unlock, ok := c.lockOrWait(ctx, key, func() bool {
+				v, _, err := getInner[T](ctx, c, key)
+				held.res.v, held.found = v, err == nil
+				return held.found
+			})
+			if ok {
+				return held, nil
+			}
+			f.unlock = unlock
+			// The lock may have been free because its holder had just
+			// stored: look once more before loading.
+			if replace, found, _ = lookAgain[T](ctx, c, key); found.found {
+				unlock()
+				return found, nil
+			}
+		}
+		f.replace = replace
+	}
+	return claim[T]{fill: f}, nil
+}
+
+// lookAgain reads key as a T before a load: found when it is there (a
+// value, or a cached "not found" this Client does not load over); err when
+// the read failed for a reason a load does not mend; else, for an entry in
+// Redis that cannot be opened, replace is the digest of its bytes (the
+// load replaces exactly those).
+func lookAgain[T any](ctx context.Context, c *Client, key string) (replace string, found claim[T], err error) {
+	v, _, err := getInner[T](ctx, c, key)
+	switch {
+	case err == nil || isNegativeHit(err) && !c.needsLoad(err):
+		res, err := result(c, v, err, time.Time{})
+		return "", claim[T]{found: true, res: res}, err
+	case !c.needsLoad(err):
+		return "", claim[T]{}, err
+	}
+	var ee *EntryError
+	if c.l2 != nil && errors.As(err, &ee) && ee.Tier == TierL2 {
+		var raw []byte
+		if rerr := c.readL2(ctx, c.fullKey(key), false, &raw, nil); rerr == nil {
+			replace = l2.Digest(raw)
+		}
+	}
+	return replace, claim[T]{}, nil
+}
+
+// lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL with a
+// fresh token, under the reliability stack: a retry finds its own token),
+// the family's convention for keys other SDKs read, or, when another
+// holds it, waits for its holder's value by polling probe (5 ms doubling
+// to 100 ms) until probe finds it (found: probe keeps it), ctx ends, or
+// the lock would have expired. When the lock is taken, unlock releases it (within one
+// attempt, whatever ctx says; the lock expires anyway); otherwise, and
+// when it could not be taken (warned: the load goes on without it), it is
+// a no-op.
+func (c *Client) lockOrWait(ctx context.Context, key string, probe func() bool) (unlock func(), found bool) {
+	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
+	var ok bool
+	err := c.do(ctx, "lock", 0, func(ctx context.Context) (err error) {
+		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
+		return err
+	})
+	if err != nil {
+		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
+		return noop, false
+	}
+	if ok {
+		return func() {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
+			defer cancel()
+			_ = c.do(uctx, "unlock", 0, func(ctx context.Context) error {
+				_, err := c.l2.Unlock(ctx, lockKey, token)
+				return err
+			})
+		}, false
+	}
+	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
+	deadline := c.now().Add(c.leaseTTL)
+	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
+		if !ctxwait.Sleep(ctx, wait) {
+			return noop, false
+		}
+		if probe() {
+			return noop, true
+		}
+	}
+	return noop, false
 }
 
 // openFound opens and decodes the entry a lease script found under key
@@ -144,77 +280,6 @@ func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, 
 		}
 	}
 	return v, err
-}
-
-// holdAndLoad runs the loader while holding lease on full (renewing it
-// every LeaseTTL/3 until its fill has answered), then lands the value (or
-// the loader's "not found", when this Client caches negatives) while the
-// lease holds. A loader error gives the key back at once.
-func holdAndLoad[T any](ctx context.Context, c *Client, key, full, lease string, ttl time.Duration, load func(context.Context) (T, error)) (any, error) {
-	r := c.keepLeases(ctx, []string{full}, []string{lease})
-	started := time.Now()
-	v, ttl, err := runLoader(ctx, c, load, ttl)
-	var val any = v
-	if err != nil {
-		if !c.cachesAbsence(err) {
-			r.stop()
-			c.releaseLease(ctx, full, lease)
-			return nil, err
-		}
-		val = absence{err}
-	}
-	out, at, err := c.land(ctx, key, val, ttl, fill{kind: fillLease, lease: lease, renewer: r}, true)
-	switch err = c.loadStoreFailed(key, err); {
-	case err != nil:
-		return nil, err
-	case out == landStored:
-		return leased{v: val, at: at}, nil
-	default: // not stored: current when the loader started
-		return leased{v: val, at: started}, nil
-	}
-}
-
-// leased is what a load with Redis returns through the flight: the value,
-// and a time at which it was current: just before the script that read or
-// stored it was sent, or, for a value not stored (its lease replaced by a
-// write, or loaded without one), when its loader started (the source said
-// so after that). The caller that started the flight takes v; a caller
-// that joined it after at loads again: the key may have been written since.
-type leased struct {
-	v  any
-	at time.Time
-}
-
-// flightValue reads a flight's result as a T (false: another caller loaded
-// the key as another type), with the time it was last known current (zero
-// for a value without one: loaded in L1-only or interop mode). A cached
-// "not found" (absence) is no T: gone is the loader's error, for the
-// callers.
-func flightValue[T any](res any) (v T, at time.Time, ok bool, gone error) {
-	if lr, isLeased := res.(leased); isLeased {
-		res, at = lr.v, lr.at
-	}
-	if a, isAbsent := res.(absence); isAbsent {
-		return v, at, false, a.err
-	}
-	v, ok = res.(T)
-	return v, at, ok, nil
-}
-
-// loadUnstored runs the loader and returns its value (or its "not found",
-// when this Client caches negatives) without storing it: under FailOpen
-// with Redis failing, when Redis refuses a lease, or while another Client
-// holds the key's lease and this one does not wait for it.
-func loadUnstored[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (any, error) {
-	started := time.Now()
-	v, _, err := runLoader(ctx, c, load, ttl)
-	switch {
-	case err != nil && c.cachesAbsence(err):
-		return leased{v: absence{err}, at: started}, nil
-	case err != nil:
-		return nil, err
-	}
-	return leased{v: v, at: started}, nil
 }
 
 // renewer keeps a load's leases alive: every LeaseTTL/3 until stop (or
@@ -281,12 +346,37 @@ func (c *Client) releaseLease(ctx context.Context, full, lease string) {
 	_, _ = c.l2.Release(rctx, full, lease)
 }
 
-// leaseLoadBatch is loadBatch with leases: one pipeline plants a lease on
-// each key, or finds its entry, or another's lease (a second one plants
-// leases over the entries found that could not be opened, to replace
-// them); the loader runs once for every key without an entry, and one
-// pipeline stores each value whose lease still holds.
-func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (map[string]any, error) {
+// batchClaim is what an MGetOrLoad batch holds before its loader runs:
+// the results found stored meanwhile (found), the keys to load, the fill
+// kind their results are stored by, and, with leases, the lease this batch
+// planted on each key it holds (the keys under another Client's lease, or
+// whose lease could not be planted, are loaded and not stored) with their
+// renewer.
+type batchClaim[V any] struct {
+	found   map[string]loaded[V]
+	load    []string
+	kind    fillKind
+	leases  map[string]string
+	renewer *renewer
+}
+
+// claimBatch claims keys for a batch load by the Client's mode: with
+// leases, one pipeline plants a lease on each key, or finds its entry, or
+// another's lease (a second one plants leases over the entries found that
+// could not be opened, to replace them); without, every key is loaded and
+// stored where its key holds nothing (interop mode), or in L1.
+func claimBatch[T any](ctx context.Context, c *Client, keys []string) batchClaim[T] {
+	cl := batchClaim[T]{found: make(map[string]loaded[T], len(keys)), kind: fillPlain}
+	switch {
+	case c.leases():
+		cl.kind = fillLease
+	case c.l2 != nil:
+		cl.kind = fillAbsent // interop mode: never over a write made while the loader ran
+		fallthrough
+	default:
+		cl.load = keys
+		return cl
+	}
 	fulls := make([]string, len(keys))
 	leases := make([]string, len(keys))
 	replace := make([]string, len(keys))
@@ -294,8 +384,6 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 	for i, k := range keys {
 		fulls[i], leases[i], pending[i] = c.fullKey(k), l2.NewLeaseFor(c.leaseTTL), i
 	}
-	res := make(map[string]any, len(keys))
-	var load []string
 	var mine []int // indexes of keys whose lease this call holds
 	for pass := 0; len(pending) > 0; pass++ {
 		tickets := make([]ticket, len(pending))
@@ -316,13 +404,11 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 			}
 			if errs[j] == nil && states[j] == l2.LeaseFoundEntry {
 				v, err := openFound[T](ctx, c, k, entries[j], lefts[j], tickets[j])
-				if err == nil {
-					res[k] = leased{v: v, at: acquireAt}
-					continue
-				}
-				if c.negTTL > 0 && isNegativeHit(err) { // cached "not found"
-					res[k] = leased{v: absence{err}, at: acquireAt}
-					continue
+				if err == nil || c.negTTL > 0 && isNegativeHit(err) { // a value, or a cached "not found"
+					if res, err := result(c, v, err, acquireAt); err == nil {
+						cl.found[k] = res
+						continue
+					}
 				}
 				if pass == 0 && loadable(err) { // replace what cannot be opened
 					replace[i] = l2.Digest(entries[j])
@@ -330,52 +416,30 @@ func leaseLoadBatch[T any](ctx context.Context, c *Client, keys []string, loader
 					continue
 				}
 			}
-			load = append(load, k)
+			cl.load = append(cl.load, k)
 			if errs[j] == nil && states[j] == l2.LeaseAcquired {
 				mine = append(mine, i)
 			}
 		}
 		pending = again
 	}
-	if len(load) == 0 {
-		return res, nil
-	}
-	r := c.keepLeases(ctx, pick(fulls, mine), pick(leases, mine))
-	started := time.Now()
-	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, load) }, c.defaultTTL)
-	if err != nil {
-		r.stop()
+	if len(mine) > 0 {
+		cl.leases = make(map[string]string, len(mine))
 		for _, i := range mine {
-			c.releaseLease(ctx, fulls[i], leases[i])
+			cl.leases[keys[i]] = leases[i]
 		}
-		return nil, err
+		cl.renewer = c.keepLeases(ctx, pick(fulls, mine), pick(leases, mine))
 	}
-	for _, k := range load {
-		if v, ok := vals[k]; ok {
-			res[k] = leased{v: v, at: started} // until its store succeeds, below
-		} else if c.negTTL > 0 { // left out by the loader: not found, cached
-			res[k] = leased{v: absence{ErrNotFound}, at: started}
-		}
+	return cl
+}
+
+// giveBack releases the leases cl holds (its load failed); nil leases
+// hold none.
+func (cl batchClaim[V]) giveBack(ctx context.Context, c *Client) {
+	cl.renewer.stop()
+	for k, lease := range cl.leases {
+		c.releaseLease(ctx, c.fullKey(k), lease)
 	}
-	var items []batchItem
-	for _, i := range mine {
-		if lr, ok := res[keys[i]].(leased); ok {
-			items = append(items, batchItem{key: keys[i], v: lr.v, lease: leases[i]})
-		} else { // left out by the loader: nothing to cache, give the key back
-			c.releaseLease(ctx, fulls[i], leases[i])
-		}
-	}
-	out, ats, err := c.landBatch(ctx, items, ttl, fillLease)
-	r.stop() // the fills answered
-	if err != nil {
-		return nil, err
-	}
-	for j, it := range items {
-		if out[j] == landStored {
-			res[it.key] = leased{v: it.v, at: ats[j]}
-		}
-	}
-	return res, nil
 }
 
 // acquireMany plants leases on fulls in one pipeline under the reliability

@@ -10,8 +10,6 @@ import (
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
-	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
-	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
 
@@ -114,20 +112,19 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	var me *MissError
 	degraded := errors.As(err, &me)
 	waitStart := time.Now()
-	var res any
+	var res loaded[T]
 	var led, isT bool
-	var gone error // the load's "not found", cached (Options.NegativeTTL)
 	for try := 1; ; try++ {
 		joined := time.Now()
-		res, led, err = c.flights.Do(ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (any, error) {
-			return loadAndStore(lctx, c, key, ttl, load, degraded)
+		var val any // the flight's value: a loaded[T], or another caller's loaded[V]
+		val, led, err = flight.Do(&c.flights, ctx, c.bg, c.loadTimeout, key, func(lctx context.Context) (loaded[T], error) {
+			return loadKey(lctx, c, key, ttl, load, degraded)
 		})
-		var at time.Time
-		v, at, isT, gone = flightValue[T](res)
-		// The value was current at at: right for a caller that was
+		res, isT = fromFlight[T](val)
+		// The value was current at res.at: right for a caller that was
 		// already waiting then; a caller that joined the flight later, maybe
 		// after a write returned, loads again (three times at most).
-		if led || err != nil || try == 3 || at.IsZero() || !joined.After(at) {
+		if led || err != nil || try == 3 || res.at.IsZero() || !joined.After(res.at) {
 			break
 		}
 	}
@@ -139,19 +136,108 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 	if degraded {
 		r.Out = observe.Degraded
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return zero, observe.Result{}, c.loadErr(ctx, err)
-	}
-	if gone != nil { // the loader's "not found", or one found cached (a NegativeHitError)
-		return zero, r, gone
-	}
-	if isT {
-		return v, r, nil
+	case res.gone != nil: // the loader's "not found", or one found cached (a NegativeHitError)
+		return zero, r, res.gone
+	case isT:
+		return res.v, r, nil
 	}
 	// Another caller loaded the same key as a different type: read it back
 	// as ours.
 	return getInner[T](ctx, c, key)
 }
+
+// loadKey is one GetOrLoad load of key, read top to bottom: claim the key
+// (plant a lease, take interop mode's lock, or find what another load
+// stored meanwhile: then that is the result), run the loader, land its
+// result by the claim's fill (which gives the claim back when the loader
+// failed), and hand the result to the flight.
+func loadKey[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (loaded[T], error) {
+	cl, err := claimKey[T](ctx, c, key, degraded)
+	if err != nil || cl.found {
+		return cl.res, err
+	}
+	res, ttl, err := loadStep(ctx, c, load, ttl)
+	return land(ctx, c, key, res, ttl, cl.fill, err)
+}
+
+// loaded is what one load yields for a key, through the landing path to
+// its flight and its callers: the value v, or gone, a "not found" this
+// Client caches (the loader's, or a negative entry found where the load
+// looked: it lands as a negative entry, and gone is what the callers
+// get), and at, an instant at which it was known current: when the
+// loader started (the source said so after that), or just before the
+// script that read or stored it was sent. Zero at means none is known (a
+// load in L1-only or interop mode): every caller that joined its flight
+// takes it. result makes every loaded value.
+type loaded[V any] struct {
+	v    V
+	gone error
+	at   time.Time
+}
+
+// result is the one place a load's result is made, from what the loader
+// returned (or what a load found stored: a value, or a *NegativeHitError)
+// at at: v; a "not found" this Client caches (cachesAbsence) as gone; any
+// other error as the load's failure.
+func result[V any](c *Client, v V, err error, at time.Time) (loaded[V], error) {
+	if err != nil && !c.cachesAbsence(err) {
+		return loaded[V]{}, err
+	}
+	return loaded[V]{v: v, gone: err, at: at}, nil
+}
+
+// loadStep is the loader step every mode runs (GetOrLoad's, with or
+// without a lease, and an SWR refresh): run the loader (runLoader) and
+// make its result, current when the loader started, with the TTL to store
+// it for.
+func loadStep[V any](ctx context.Context, c *Client, load func(context.Context) (V, error), ttl time.Duration) (loaded[V], time.Duration, error) {
+	started := time.Now()
+	v, ttl, err := runLoader(ctx, c, load, ttl)
+	res, err := result(c, v, err, started)
+	return res, ttl, err
+}
+
+// loadMany is loadStep of a batch: one run of loader for keys, and a
+// result per key; a key the loader left out is not found (cached as an
+// absence when this Client caches negatives, else left out).
+func loadMany[V any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]V, error)) (map[string]loaded[V], time.Duration, error) {
+	started := time.Now()
+	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]V, error) { return loader(ctx, keys) }, c.defaultTTL)
+	if err != nil {
+		return nil, 0, err
+	}
+	res := make(map[string]loaded[V], len(keys))
+	for _, k := range keys {
+		v, ok := vals[k]
+		var missing error
+		if !ok {
+			missing = ErrNotFound
+		}
+		if r, err := result(c, v, missing, started); err == nil {
+			res[k] = r
+		}
+	}
+	return res, ttl, nil
+}
+
+// fromFlight reads a flight's value as a loaded[T]; ok is false when
+// another caller loaded the key as another type (its at and gone are
+// still read).
+func fromFlight[T any](val any) (res loaded[T], ok bool) {
+	if res, ok = val.(loaded[T]); ok {
+		return res, true
+	}
+	if o, isLoad := val.(interface{ outcome() (time.Time, error) }); isLoad {
+		res.at, res.gone = o.outcome()
+	}
+	return res, false
+}
+
+// outcome is what a caller of another type reads of r (fromFlight).
+func (r loaded[V]) outcome() (time.Time, error) { return r.at, r.gone }
 
 // errLoadTimeout is what a caller gets when Options.LoadTimeout ended the
 // load it waited for before its own deadline: the Client's timeout.
@@ -184,81 +270,6 @@ func (c *Client) loadErr(ctx context.Context, err error) error {
 func loadable(err error) bool {
 	var ee *EntryError
 	return errors.Is(err, ErrNotFound) || errors.As(err, &ee)
-}
-
-func loadAndStore[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (any, error) {
-	if degraded {
-		return loadUnstored(ctx, c, load, ttl)
-	}
-	if c.leases() {
-		return leaseLoad(ctx, c, key, ttl, load)
-	}
-	// L1 only, or interop mode. A caller that missed just before the
-	// previous flight stored its value starts a new flight: look again
-	// before loading. In interop mode a write of this Client's from here
-	// on makes the store give way (keyorder.go).
-	var seq uint64
-	if c.order != nil {
-		seq = c.order.seq(key)
-	}
-	replace, v, err := lookAgain[T](ctx, c, key)
-	switch {
-	case err == nil:
-		return v, nil
-	case isNegativeHit(err) && !c.needsLoad(err):
-		return absence{err}, nil
-	case !c.needsLoad(err):
-		return nil, err
-	}
-	if c.fleetWait && c.l2 != nil {
-		unlock, v, found := c.lockOrWait(ctx, key, func() (any, bool) {
-			v, _, err := getInner[T](ctx, c, key)
-			return v, err == nil
-		})
-		if found {
-			return v, nil
-		}
-		defer unlock()
-		// The lock may have been free because its holder had just
-		// stored: look once more before loading.
-		if replace, v, err = lookAgain[T](ctx, c, key); err == nil {
-			return v, nil
-		}
-	}
-	v, ttl, err = runLoader(ctx, c, load, ttl)
-	var val any = v
-	if err != nil {
-		if !c.cachesAbsence(err) { // interop mode never caches one
-			return nil, err
-		}
-		val = absence{err}
-	}
-	f := fill{kind: fillPlain}
-	if c.l2 != nil {
-		// Interop mode: no lease in a shared key, but never over a write
-		// made while the loader ran (SET NX), or over anything but the
-		// entry that could not be opened.
-		f = fill{kind: fillAbsent, replace: replace, seq: seq}
-	}
-	if _, _, err := c.land(ctx, key, val, ttl, f, true); c.loadStoreFailed(key, err) != nil {
-		return nil, err
-	}
-	return val, nil
-}
-
-// lookAgain reads key as a T before a load; for an entry in Redis that
-// cannot be opened, replace is the digest of its bytes (the load replaces
-// exactly those).
-func lookAgain[T any](ctx context.Context, c *Client, key string) (replace string, v T, err error) {
-	v, _, err = getInner[T](ctx, c, key)
-	var ee *EntryError
-	if c.l2 != nil && errors.As(err, &ee) && ee.Tier == TierL2 {
-		var raw []byte
-		if rerr := c.readL2(ctx, c.fullKey(key), false, &raw, nil); rerr == nil {
-			replace = l2.Digest(raw)
-		}
-	}
-	return replace, v, err
 }
 
 // OverrideTTL, called from a GetOrLoad, GetOrLoadTTL or MGetOrLoad loader
@@ -307,49 +318,6 @@ func runLoader[T any](ctx context.Context, c *Client, load func(context.Context)
 		c.stats.LoadErrors.Add(1)
 	}
 	return v, ttl, err
-}
-
-// lockOrWait takes interop mode's {key}:lock (SET NX PX LeaseTTL with a
-// fresh token, under the reliability stack: a retry finds its own token),
-// the family's convention for keys other SDKs read, or, when another
-// holds it, waits for its holder's value by polling probe (5 ms doubling
-// to 100 ms) until probe finds it (found), ctx ends, or the lock would
-// have expired. When the lock is taken, unlock releases it (within one
-// attempt, whatever ctx says; the lock expires anyway); otherwise, and
-// when it could not be taken (warned: the load goes on without it), it is
-// a no-op.
-func (c *Client) lockOrWait(ctx context.Context, key string, probe func() (any, bool)) (unlock func(), v any, found bool) {
-	lockKey, token, noop := c.fullKey(key)+":lock", l2.NewToken(), func() {}
-	var ok bool
-	err := c.do(ctx, "lock", 0, func(ctx context.Context) (err error) {
-		ok, err = c.l2.TryLock(ctx, lockKey, token, c.leaseTTL)
-		return err
-	})
-	if err != nil {
-		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
-		return noop, nil, false
-	}
-	if ok {
-		return func() {
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
-			defer cancel()
-			_ = c.do(uctx, "unlock", 0, func(ctx context.Context) error {
-				_, err := c.l2.Unlock(ctx, lockKey, token)
-				return err
-			})
-		}, nil, false
-	}
-	c.obs.Event(ctx, "cachekit.lock_wait", attribute.String("cachekit.lock", "redis"))
-	deadline := c.now().Add(c.leaseTTL)
-	for wait := 5 * time.Millisecond; c.now().Before(deadline); wait = min(wait*2, 100*time.Millisecond) {
-		if !ctxwait.Sleep(ctx, wait) {
-			return noop, nil, false
-		}
-		if v, found = probe(); found {
-			return noop, v, true
-		}
-	}
-	return noop, nil, false
 }
 
 // normalizeTTL applies the protocol's TTL rules.

@@ -71,13 +71,13 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 		r.Out = observe.Loaded
 	}
 	joined := time.Now()
-	lead, flights, run := c.flights.Claim(ctx, c.bg, c.loadTimeout, missing)
+	lead, flights, batch := c.flights.Claim(ctx, c.bg, c.loadTimeout, missing)
 	led := make(map[string]bool, len(lead))
 	for _, k := range lead {
 		led[k] = true
 	}
 	if len(lead) > 0 {
-		go run(func(ctx context.Context) (map[string]any, error) {
+		go flight.Run(batch, func(ctx context.Context) (map[string]loaded[T], error) {
 			return loadBatch(ctx, c, lead, loader)
 		})
 	}
@@ -92,9 +92,9 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 			}
 			return nil, observe.Result{}, c.loadErr(ctx, ferr)
 		}
-		v, at, isT, gone := flightValue[T](val)
-		if ferr == nil && !at.IsZero() {
-			if !led[missing[i]] && joined.After(at) {
+		res, isT := fromFlight[T](val)
+		if ferr == nil && !res.at.IsZero() {
+			if !led[missing[i]] && joined.After(res.at) {
 				// Joined another caller's load after its value was last
 				// known current, as GetOrLoad's joiners do: load again.
 				k := missing[i]
@@ -116,11 +116,11 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 				continue
 			}
 		}
-		if ferr != nil || gone != nil { // the loader left the key out (gone: cached so)
+		if ferr != nil || res.gone != nil { // the loader left the key out (gone: cached so)
 			continue
 		}
 		if isT {
-			out[missing[i]] = v
+			out[missing[i]] = res.v
 		} else if v, _, err := getInner[T](ctx, c, missing[i]); err == nil {
 			out[missing[i]] = v // loaded by another caller as another type
 		}
@@ -128,39 +128,22 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 	return out, r, nil
 }
 
-// loadBatch runs loader for keys and stores what it returned.
-func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (res map[string]any, err error) {
+// loadBatch is one MGetOrLoad load of keys, read top to bottom as
+// GetOrLoad's (loadKey): claim the keys (plant leases, or find what other
+// loads stored), run the loader once for the keys to load, land the
+// results, and hand each key's result to its flight.
+func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (res map[string]loaded[T], err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = flight.Panicked(r)
 		}
 	}()
-	if c.leases() {
-		return leaseLoadBatch(ctx, c, keys, loader)
+	cl := claimBatch[T](ctx, c, keys)
+	if len(cl.load) == 0 {
+		return cl.found, nil
 	}
-	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]T, error) { return loader(ctx, keys) }, c.defaultTTL)
-	if err != nil {
-		return nil, err
-	}
-	res = make(map[string]any, len(keys))
-	var items []batchItem
-	for _, k := range keys {
-		if v, ok := vals[k]; ok {
-			res[k] = v
-			items = append(items, batchItem{key: k, v: v})
-		} else if c.negTTL > 0 { // left out: not found, cached (L1-only mode)
-			res[k] = absence{ErrNotFound}
-			items = append(items, batchItem{key: k, v: res[k]})
-		}
-	}
-	kind := fillPlain // L1-only mode
-	if c.l2 != nil {
-		kind = fillAbsent // interop mode: never over a write made while the loader ran
-	}
-	if _, _, err := c.landBatch(ctx, items, ttl, kind); err != nil {
-		return nil, err
-	}
-	return res, nil
+	vals, ttl, err := loadMany(ctx, c, cl.load, loader)
+	return landBatch(ctx, c, cl, vals, ttl, err)
 }
 
 // onlyEntryErrors reports whether err is made only of *EntryError values

@@ -76,7 +76,7 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 			served, _ = c.l1.Get(key)
 		}
 		c.obs.Event(ctx, "cachekit.swr_refresh")
-		c.startRefresh(ctx, key, ttl, ver, served, func(rctx context.Context) (any, error) { return load(rctx) })
+		startRefresh(ctx, c, key, ttl, ver, served, load)
 	}
 	return v, r, nil
 }
@@ -84,13 +84,13 @@ func getSWR[T any](ctx context.Context, c *Client, key string, ttl time.Duration
 // startRefresh reloads key in the background. It keeps ctx's values but
 // not its cancellation; it ends after LoadTimeout, and Close cancels it
 // (and waits for it).
-func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) {
+func startRefresh[T any](ctx context.Context, c *Client, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (T, error)) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
 	stop := context.AfterFunc(c.bg, cancel)
 	started := c.swr.Go(func() {
 		defer stop()
 		defer cancel()
-		err := c.refresh(rctx, key, ttl, ver, served, load)
+		err := refresh(rctx, c, key, ttl, ver, served, load)
 		c.swr.Done(key, c.now(), err != nil)
 		c.obs.SWRRefresh(rctx, err == nil)
 		if err != nil && c.bg.Err() == nil {
@@ -104,15 +104,16 @@ func (c *Client) startRefresh(ctx context.Context, key string, ttl time.Duration
 	}
 }
 
-// refresh runs the loader and lands its value (or, with negative caching,
-// its "not found" as a negative entry) only if Redis still holds
-// the very entry that was served (served, compared by digest and, read
+// refresh reloads key, read top to bottom as a GetOrLoad load: its claim
+// is the entry that was served (served, compared by digest and, read
 // before the loader runs, its absolute expiry, in the script that writes:
 // a Set, Delete, lease or any other write of the key since then makes the
-// refresh a no-op, whoever made it, even one of the same bytes), then in
-// L1 as Set does (and not at all if this process saw a write, delete or
-// invalidation of the key since the read).
-func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (any, error)) (err error) {
+// refresh a no-op, whoever made it, even one of the same bytes); it runs
+// the loader, and lands its value (or, with negative caching, its "not
+// found" as a negative entry) by that compare, then in L1 as Set does (and
+// not at all if this process saw a write, delete or invalidation of the
+// key since the read).
+func refresh[T any](ctx context.Context, c *Client, key string, ttl time.Duration, ver l1.Version, served []byte, load func(context.Context) (T, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = flight.Panicked(r)
@@ -121,10 +122,10 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 	if served == nil {
 		return nil // the entry left L1 before it could be read back: nothing to compare
 	}
-	var expiry int64
+	f := fill{kind: fillDigest, replace: l2.Digest(served), ver: ver}
 	if c.l2 != nil {
 		err := c.redis(ctx, "ttl", 0, func(ctx context.Context) (err error) {
-			expiry, err = c.l2.ExpireTime(ctx, c.fullKey(key))
+			f.expiry, err = c.l2.ExpireTime(ctx, c.fullKey(key))
 			return err
 		})
 		switch {
@@ -134,17 +135,8 @@ func (c *Client) refresh(ctx context.Context, key string, ttl time.Duration, ver
 			return err
 		} // a server without PEXPIRETIME: the digest alone is compared
 	}
-	v, ttl, err := runLoader(ctx, c, load, ttl)
-	if err != nil {
-		if !c.cachesAbsence(err) {
-			return err
-		}
-		v = absence{err} // the source lost it: a negative entry replaces the served one
-	}
-	if c.l1 != nil && c.l1.Version(key) != ver {
-		return nil // a newer write won; drop ours
-	}
-	_, _, err = c.land(ctx, key, v, ttl, fill{kind: fillDigest, replace: l2.Digest(served), expiry: expiry}, true)
+	res, ttl, err := loadStep(ctx, c, load, ttl)
+	_, err = land(ctx, c, key, res, ttl, f, err)
 	return err
 }
 

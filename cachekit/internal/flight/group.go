@@ -32,10 +32,13 @@ type Flight struct {
 	cancel  context.CancelFunc // ends ctx
 }
 
-// Do runs fn for key, or joins the run in progress; led reports that this
-// caller started the run. fn's ctx keeps ctx's values; it ends after
-// timeout, when bg ends, or when every caller has stopped waiting.
-func (g *Group) Do(ctx, bg context.Context, timeout time.Duration, key string, fn func(context.Context) (any, error)) (_ any, led bool, _ error) {
+// Do runs fn for key in g, or joins the run in progress; led reports that
+// this caller started the run. fn's ctx keeps ctx's values; it ends after
+// timeout, when bg ends, or when every caller has stopped waiting. The
+// result is the run's value as any: a caller that joined a run another
+// caller started may have asked for another V (cachekit's GetOrLoad[T] of
+// one key with two types), and asserts its own.
+func Do[V any](g *Group, ctx, bg context.Context, timeout time.Duration, key string, fn func(context.Context) (V, error)) (_ any, led bool, _ error) {
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = make(map[string]*Flight)
@@ -47,7 +50,7 @@ func (g *Group) Do(ctx, bg context.Context, timeout time.Duration, key string, f
 		stop := context.AfterFunc(bg, cancel)
 		f = &Flight{done: make(chan struct{}), ctx: fctx, cancel: func() { stop(); cancel() }}
 		g.m[key] = f
-		go g.run(fctx, key, f, fn)
+		go g.run(fctx, key, f, func(ctx context.Context) (any, error) { return fn(ctx) })
 	}
 	f.waiters++
 	g.mu.Unlock()
@@ -128,13 +131,11 @@ func (g *Group) run(ctx context.Context, key string, f *Flight, fn func(context.
 
 // Claim makes this caller the loader of every key in keys that no flight
 // is loading, and a waiter of every key's flight. It returns the keys it
-// leads, the flight of each key (in keys' order) and run, which the caller
-// must call (once, in its own goroutine) when it leads any key: run calls
-// load with the flights' ctx and resolves each led flight with its key's
-// value from load's map (Missing when the map has none, load's error for
-// all when it fails). The caller then waits for each flight with Wait, or
-// leaves the ones it no longer waits for with Leave.
-func (g *Group) Claim(ctx, bg context.Context, timeout time.Duration, keys []string) (lead []string, flights []*Flight, run func(load func(context.Context) (map[string]any, error))) {
+// leads, the flight of each key (in keys' order) and the batch, which the
+// caller must run (Run: once, in its own goroutine) when it leads any key.
+// The caller then waits for each flight with Wait, or leaves the ones it
+// no longer waits for with Leave.
+func (g *Group) Claim(ctx, bg context.Context, timeout time.Duration, keys []string) (lead []string, flights []*Flight, b *Batch) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	stop := context.AfterFunc(bg, cancel)
 	var led []*Flight
@@ -161,29 +162,43 @@ func (g *Group) Claim(ctx, bg context.Context, timeout time.Duration, keys []str
 		stop()
 		cancel()
 	}
-	return lead, flights, func(load func(context.Context) (map[string]any, error)) {
-		defer cancel()
-		defer stop()
-		vals, err := load(fctx)
-		g.mu.Lock()
-		for i, k := range lead {
-			f := led[i]
-			switch v, ok := vals[k]; {
-			case err != nil:
-				f.err = err
-			case ok:
-				f.val = v
-			default:
-				f.err = g.Missing
-			}
-			if g.m[k] == f {
-				delete(g.m, k)
-			}
+	return lead, flights, &Batch{g: g, lead: lead, led: led, ctx: fctx, end: func() { stop(); cancel() }}
+}
+
+// Batch is the run of the keys a Claim leads.
+type Batch struct {
+	g    *Group
+	lead []string
+	led  []*Flight
+	ctx  context.Context
+	end  func()
+}
+
+// Run calls load with b's ctx (the flights' ctx) and resolves each flight
+// b leads with its key's value from load's map (the Group's Missing when
+// the map has none, load's error for all when it fails).
+func Run[V any](b *Batch, load func(context.Context) (map[string]V, error)) {
+	defer b.end()
+	vals, err := load(b.ctx)
+	g := b.g
+	g.mu.Lock()
+	for i, k := range b.lead {
+		f := b.led[i]
+		switch v, ok := vals[k]; {
+		case err != nil:
+			f.err = err
+		case ok:
+			f.val = v
+		default:
+			f.err = g.Missing
 		}
-		g.mu.Unlock()
-		for _, f := range led {
-			close(f.done)
+		if g.m[k] == f {
+			delete(g.m, k)
 		}
+	}
+	g.mu.Unlock()
+	for _, f := range b.led {
+		close(f.done)
 	}
 }
 

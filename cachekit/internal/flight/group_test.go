@@ -22,7 +22,7 @@ func TestDoSharesOneRun(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			v, led, err := g.Do(bg, bg, time.Minute, "k", fn)
+			v, led, err := Do(&g, bg, bg, time.Minute, "k", fn)
 			if led {
 				leaders.Add(1)
 			}
@@ -39,7 +39,7 @@ func TestDoSharesOneRun(t *testing.T) {
 	if runs.Load() != 1 || leaders.Load() != 1 {
 		t.Fatalf("%d runs, %d leaders; want 1 and 1", runs.Load(), leaders.Load())
 	}
-	if _, led, _ := g.Do(bg, bg, time.Minute, "k", func(context.Context) (any, error) { return nil, nil }); !led {
+	if _, led, _ := Do(&g, bg, bg, time.Minute, "k", func(context.Context) (any, error) { return nil, nil }); !led {
 		t.Fatal("the call after the run ended joined it")
 	}
 }
@@ -54,9 +54,9 @@ func TestDoCallerLeaves(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(bg)
 	ctx2, cancel2 := context.WithCancel(bg)
 	errs := make(chan error, 2)
-	go func() { _, _, err := g.Do(ctx1, bg, time.Minute, "k", fn); errs <- err }()
+	go func() { _, _, err := Do(&g, ctx1, bg, time.Minute, "k", fn); errs <- err }()
 	rc := <-runCtx
-	go func() { _, _, err := g.Do(ctx2, bg, time.Minute, "k", fn); errs <- err }()
+	go func() { _, _, err := Do(&g, ctx2, bg, time.Minute, "k", fn); errs <- err }()
 	for g.Waiting("k") < 2 {
 		time.Sleep(time.Millisecond)
 	}
@@ -86,11 +86,11 @@ func TestDoTimeoutAndPanic(t *testing.T) {
 	g := Group{Panic: func(r any) error { return errors.New("panicked") }}
 	stuck := make(chan struct{})
 	defer close(stuck)
-	_, _, err := g.Do(bg, bg, 20*time.Millisecond, "k", func(context.Context) (any, error) { <-stuck; return nil, nil })
+	_, _, err := Do(&g, bg, bg, 20*time.Millisecond, "k", func(context.Context) (any, error) { <-stuck; return nil, nil })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("timed-out run: %v", err)
 	}
-	if _, _, err := g.Do(bg, bg, time.Minute, "p", func(context.Context) (any, error) { panic("boom") }); err == nil || err.Error() != "panicked" {
+	if _, _, err := Do(&g, bg, bg, time.Minute, "p", func(context.Context) (any, error) { panic("boom") }); err == nil || err.Error() != "panicked" {
 		t.Fatalf("panicking run: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestClaim(t *testing.T) {
 	missing := errors.New("missing")
 	g := Group{Missing: missing}
 	release := make(chan struct{})
-	go g.Do(bg, bg, time.Minute, "a", func(context.Context) (any, error) { <-release; return "a1", nil })
+	go Do(&g, bg, bg, time.Minute, "a", func(context.Context) (any, error) { <-release; return "a1", nil })
 	for g.Waiting("a") < 1 {
 		time.Sleep(time.Millisecond)
 	}
@@ -109,7 +109,7 @@ func TestClaim(t *testing.T) {
 	if len(lead) != 2 || lead[0] != "b" || lead[1] != "c" {
 		t.Fatalf("lead %v; want [b c]", lead)
 	}
-	go run(func(context.Context) (map[string]any, error) { return map[string]any{"b": "b1"}, nil })
+	go Run(run, func(context.Context) (map[string]string, error) { return map[string]string{"b": "b1"}, nil })
 	close(release)
 	for i, want := range []any{"a1", "b1", nil} {
 		v, _, err := g.Wait(bg, []string{"a", "b", "c"}[i], flights[i], false)
