@@ -1,21 +1,49 @@
 package cachekit
 
-// An entry is what both tiers store: the msgpack payload, in the
-// ByteStorage envelope when compression is on, sealed with AES-256-GCM under
-// an AAD binding tenant, full key, format and compressed flag when
-// encryption is on. seal and open are the only ways in and out.
+// An entry is what both tiers store, of one of two kinds, and this file
+// is the only way in and out of either; the head decides the kind before
+// any AES-256-GCM open, on L1 and L2 alike (entryKind).
+//
+// A value's entry: the msgpack payload, in the ByteStorage envelope when
+// compression is on, sealed with AES-256-GCM under an AAD binding tenant,
+// full key, format and compressed flag when encryption is on (seal, open).
+//
+// A negative entry (a cached "not found", negative.go): l2 owns its head,
+// the 12 bytes "\xc1ck-absnt/1 " of its placeholder family
+// (l2.NegativeMagic: its Lua and its 12-byte probe read the key as absent)
+// and its length (l2.NegativeLen); this file owns its body, sealed like a
+// value's entry: AES-256-GCM under the standard AAD v0x03 (tenant, full
+// key, "msgpack", the compressed flag) of a 10-byte plaintext that starts
+// with 0xc1 (which no msgpack value and no envelope starts with) and
+// carries the entry's not-after; without encryption the plaintext and a
+// SHA-224 of it bound to the full key (sealNegative, openNegative).
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/codec"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/internal/chunked"
+	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
+
+// isNegativeEntry reports whether stored has the head and length of a
+// negative entry (whether it authenticates, openNegative tells): its kind,
+// decided before any open.
+func isNegativeEntry(stored []byte) bool { return l2.IsNegative(stored) }
+
+// errNegativeEntry is open's error for a negative entry: a value's open
+// refuses it by its head, before decrypting anything; the read opens it
+// as what it is (readNegative).
+var errNegativeEntry = errors.New("cachekit: a negative entry, not a value's")
 
 // sealValue checks key, encodes value and seals it into a fresh slice.
 func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, error) {
@@ -99,12 +127,16 @@ func (c *Client) seal(ctx context.Context, s *scratch, key string, payload []byt
 	return out, nil
 }
 
-// open authenticates and unwraps stored bytes into the msgpack payload,
+// open authenticates and unwraps a value's entry into the msgpack payload
+// (a negative entry is refused by its head: errNegativeEntry),
 // holding a large-work slot (LargeValueConcurrency) for a large entry: a
 // small entry pays one comparison. Get, MGet and GetOrLoad open every entry,
 // from either tier, here. The container is the one this Client is
 // configured for; it never guesses.
 func (c *Client) open(ctx context.Context, s *scratch, key string, stored []byte) ([]byte, error) {
+	if isNegativeEntry(stored) {
+		return nil, errNegativeEntry
+	}
 	if len(stored) >= LargeValueBytes && !s.inSlot {
 		return c.openLarge(ctx, s, key, stored)
 	}
@@ -374,4 +406,170 @@ func (c *Client) checkKey(key string) error {
 		return protocol.ValidateInteropKey(key)
 	}
 	return nil
+}
+
+// Negative entries.
+
+// NegativeSealed returns the part of stored, the bytes Redis holds for a
+// key, that is sealed like a value's entry when stored has the form of a
+// negative entry (its 12-byte head and length; whether it authenticates,
+// Raw.OpenStored tells), and false otherwise. With encryption it is
+// nonce‖AES-256-GCM(plaintext)‖tag under the same AAD a value of the key
+// gets; the bytes before it are the head. Tools that re-seal entries
+// (cachekit rotate) re-seal this part and keep the head.
+func NegativeSealed(stored []byte) ([]byte, bool) {
+	if !l2.IsNegative(stored) {
+		return nil, false
+	}
+	return stored[len(l2.NegativeMagic):], true
+}
+
+// A negative entry's plaintext: the flag 0xc1, the format version 1, and
+// the not-after (Unix milliseconds, big-endian).
+const (
+	negativeFlag    = 0xc1
+	negativeVersion = 1
+	negativeBodyLen = 10
+)
+
+// negativeSumLen is the length of the key-bound SHA-224 that follows the
+// plaintext without encryption: NegativeLen's body is 38 bytes either way.
+const negativeSumLen = sha256.Size224
+
+// negativeSlack is how long past its sealed not-after a negative entry
+// reads as a plain miss (Redis expires it a store's transit, and a clock
+// skew, after its writer's not-after); later, it is a replay and reads as
+// an entry that cannot be opened.
+const negativeSlack = time.Second
+
+// sealNegative returns the stored bytes of a negative entry of key living
+// ttl from now (its not-after), in a fresh slice L1 may keep.
+func (c *Client) sealNegative(ctx context.Context, key string, ttl time.Duration) ([]byte, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	var body [negativeBodyLen]byte
+	body[0], body[1] = negativeFlag, negativeVersion
+	binary.BigEndian.PutUint64(body[2:], uint64(c.now().Add(ttl).UnixMilli()))
+	out := append(make([]byte, 0, l2.NegativeLen), l2.NegativeMagic...)
+	if c.enc == nil {
+		sum := c.negativeSum(key, body[:])
+		return append(append(out, body[:]...), sum[:]...), nil
+	}
+	s := getScratch()
+	defer putScratch(s)
+	aad, err := c.appendAAD(s, key)
+	if err != nil {
+		return nil, err
+	}
+	out, d, err := c.enc.EncryptNow(out, body[:], aad)
+	if d != nil {
+		out, err = d.Wait(ctx)
+	}
+	if err != nil {
+		return nil, c.mapErr(err)
+	}
+	return out, nil
+}
+
+// negativeSum binds an unencrypted negative entry's plaintext to its full
+// key: a copy under another key, a cut or a flipped byte does not pass (a
+// forger who can write Redis computes it, as it writes any plaintext value).
+func (c *Client) negativeSum(key string, body []byte) [negativeSumLen]byte {
+	h := sha256.New224()
+	h.Write([]byte("cachekit negative entry v1\x00"))
+	h.Write([]byte(c.fullKey(key)))
+	h.Write([]byte{0})
+	h.Write(body)
+	var sum [negativeSumLen]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// errNegativeLapsed is openNegative's error for a negative entry within
+// negativeSlack past its not-after: a plain miss.
+var errNegativeLapsed = errors.New("cachekit: negative entry past its not-after")
+
+// openNegative authenticates stored, which has the form of a negative
+// entry of key (l2.IsNegative), and returns its not-after and the keyring
+// entry that authenticated it (-1 without encryption). Its errors: the
+// decryption's (ErrAuthFailed for a copy from another key or tenant, a
+// forgery, a value's ciphertext behind the head), a *FormatError for a
+// plaintext that is no negative entry's (a value's entry of the right
+// length behind the head) or an unencrypted one whose sum fails,
+// errNegativeLapsed itself within negativeSlack past the not-after, and
+// later (a replay) a *FormatError that wraps it.
+func (c *Client) openNegative(ctx context.Context, s *scratch, key string, stored []byte) (notAfter time.Time, idx int, err error) {
+	body, idx := stored[len(l2.NegativeMagic):], -1
+	if c.enc == nil {
+		plain := body[:negativeBodyLen]
+		if sum := c.negativeSum(key, plain); !bytes.Equal(sum[:], body[negativeBodyLen:]) {
+			return time.Time{}, idx, errNegativeSum
+		}
+		body = plain
+	} else {
+		aad, err := c.appendAAD(s, key)
+		if err != nil {
+			return time.Time{}, idx, err
+		}
+		var info encryption.DecryptInfo
+		var d *encryption.Deferred
+		s.plain, info, d, err = c.enc.DecryptNowInfo(s.plain[:0], body, aad)
+		if d != nil {
+			s.plain, err = d.Wait(ctx)
+			info = d.Info()
+		}
+		if err != nil {
+			return time.Time{}, idx, c.openErr(err)
+		}
+		body, idx = s.plain, info.KeyIndex
+	}
+	if len(body) != negativeBodyLen || body[0] != negativeFlag || body[1] != negativeVersion {
+		return time.Time{}, idx, errNegativeForm
+	}
+	notAfter = time.UnixMilli(int64(binary.BigEndian.Uint64(body[2:])))
+	switch past := c.now().Sub(notAfter); {
+	case past <= 0:
+		return notAfter, idx, nil
+	case past <= negativeSlack:
+		return notAfter, idx, errNegativeLapsed
+	}
+	return notAfter, idx, &FormatError{Op: "entry", Err: errNegativeLapsed,
+		Reason: "a negative entry " + strconv.FormatInt(c.now().Sub(notAfter).Milliseconds(), 10) + " ms past its sealed not-after (replayed)"}
+}
+
+var (
+	errNegativeSum = &FormatError{Op: "entry", Err: protocol.ErrChecksum,
+		Reason: "a negative entry whose sum does not match its key and plaintext"}
+	errNegativeForm = &FormatError{Op: "entry", Err: protocol.ErrMalformed,
+		Reason: "the head of a negative entry over a body that is not one"}
+)
+
+// readNegative is a read's answer for stored, bytes of key in tier that
+// have the form of a negative entry: a *NegativeHitError (counted) when it
+// opens, after backfilling L1 with it through t for ttl when it came from
+// Redis (as fromL2 does for a value); ErrNotFound when it lapsed (within
+// negativeSlack); an error that says nothing about the entry as it is;
+// else an Unopenable *EntryError (IOP-24: counted, warned about, a miss
+// that GetOrLoad replaces).
+func (c *Client) readNegative(ctx context.Context, s *scratch, tier Tier, key string, stored []byte, ttl time.Duration, t ticket) error {
+	_, _, err := c.openNegative(ctx, s, key, stored)
+	switch {
+	case err == nil:
+		c.stats.NegativeHits.Add(1)
+		if tier == TierL2 && c.l1 != nil && ttl > 0 {
+			c.admit(key, t, stored, ttl, false)
+		}
+		return &NegativeHitError{Tier: tier}
+	case err == errNegativeLapsed: // not a replay: a plain miss
+		if tier == TierL2 {
+			c.stats.L2Misses.Add(1)
+		}
+		return ErrNotFound
+	case notTheEntry(ctx, err):
+		return err
+	}
+	c.openFailed(ctx, tier, err)
+	c.warn(string(tier)+" negative entry failed to open", key, err)
+	return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err, Unopenable: true}
 }

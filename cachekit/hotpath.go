@@ -163,7 +163,7 @@ func (c *Client) l1OpenFailed(ctx context.Context, s *scratch, key string, store
 	if notTheEntry(ctx, err) {
 		return nil, false, err
 	}
-	if l2.IsNegative(stored) {
+	if err == errNegativeEntry {
 		if err = c.readNegative(ctx, s, TierL1, key, stored, 0, ticket{}); isNegativeHit(err) || notTheEntry(ctx, err) {
 			return nil, err != nil, err
 		}
@@ -185,11 +185,11 @@ func (c *Client) l1OpenFailed(ctx context.Context, s *scratch, key string, store
 // Unopenable *EntryError, which matches ErrNotFound. A negative entry is
 // read by readNegative: a *NegativeHitError (backfilled the same way).
 func (c *Client) fromL2(ctx context.Context, s *scratch, key string, stored []byte, ttl time.Duration, t ticket) ([]byte, error) {
-	if l2.IsNegative(stored) {
-		return nil, c.readNegative(ctx, s, TierL2, key, stored, ttl, t)
-	}
 	payload, err := c.open(ctx, s, key, stored)
 	if err != nil {
+		if err == errNegativeEntry {
+			return nil, c.readNegative(ctx, s, TierL2, key, stored, ttl, t)
+		}
 		if notTheEntry(ctx, err) {
 			return nil, err
 		}

@@ -595,3 +595,40 @@ func TestNegativeEntryThroughRaw(t *testing.T) {
 		t.Fatalf("DeleteMatching = %d, %v", n, err)
 	}
 }
+
+// A negative entry's kind is decided by its head before any AES-GCM open,
+// on L1 as on L2: a negative hit is one open (its own), and no failed
+// value open is counted as an authentication failure. Redis's copy is
+// backfilled into L1 and read there too.
+func TestNegativeHitIsOneOpen(t *testing.T) {
+	t.Parallel()
+	_, raw := withRedis(t)
+	for name, o := range map[string]Options{
+		"l1 only":  {L1MaxBytes: 1 << 20, Encryption: encConfig(""), NegativeTTL: negTTL},
+		"l1 of l2": {Redis: raw, L1MaxBytes: 1 << 20, Encryption: encConfig(""), NegativeTTL: negTTL, KeyPrefix: "one-open:"},
+		"l2 only":  {Redis: raw, Encryption: encConfig(""), NegativeTTL: negTTL, KeyPrefix: "one-open-l2:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newClient(t, o)
+			var calls atomic.Int64
+			cacheNegative(t, c, "k", &calls)
+			if _, err := Get[string](bg, c, "k"); !isNegativeHit(err) { // L2: backfills L1
+				t.Fatalf("Get = %v, want a negative hit", err)
+			}
+			before := c.enc.Stats()
+			const reads = 10
+			for range reads {
+				_, err := Get[string](bg, c, "k")
+				mustNegativeHit(t, "Get", err)
+			}
+			after := c.enc.Stats()
+			opens := uint64(0)
+			for i := range after.DecryptsByKey {
+				opens += after.DecryptsByKey[i] - before.DecryptsByKey[i]
+			}
+			if fails := after.AuthFailures - before.AuthFailures; opens != reads || fails != 0 {
+				t.Fatalf("%d negative hits: %d opens, %d authentication failures; want %d and 0", reads, opens, fails, reads)
+			}
+		})
+	}
+}

@@ -156,7 +156,7 @@ func (c *Client) exists(ctx context.Context, key string) (bool, observe.Result, 
 	}
 	if c.l1 != nil {
 		if v, ok := c.l1.Get(key); ok {
-			return !l2.IsNegative(v), observe.Result{Tier: observe.L1}, nil
+			return !isNegativeEntry(v), observe.Result{Tier: observe.L1}, nil
 		}
 	}
 	if c.l2 == nil {

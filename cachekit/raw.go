@@ -152,7 +152,7 @@ func (r Raw) OpenStored(ctx context.Context, key string, stored []byte) (OpenedE
 	}
 	s := getScratch()
 	defer putScratch(s) // wipes the plaintext the copy below was taken from
-	if l2.IsNegative(stored) {
+	if isNegativeEntry(stored) {
 		var err error
 		info.Negative = true
 		info.NotAfter, info.KeyIndex, err = c.openNegative(ctx, s, key, stored)
