@@ -77,4 +77,3 @@ func (c *Client) negativeTTL(override time.Duration) time.Duration {
 	}
 	return c.negTTL
 }
-
