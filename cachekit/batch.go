@@ -258,3 +258,23 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 	}
 	return r, nil
 }
+
+// MSet stores every value of items under its key for Options.DefaultTTL,
+// in one pipelined round trip to Redis; see Client.MSetWithTTL.
+func MSet[T any](ctx context.Context, c *Client, items map[string]T) error {
+	return c.MSet(ctx, boxed(items))
+}
+
+// MSetWithTTL is MSet with a TTL.
+func MSetWithTTL[T any](ctx context.Context, c *Client, items map[string]T, ttl time.Duration) error {
+	return c.MSetWithTTL(ctx, boxed(items), ttl)
+}
+
+// boxed is items as the map Client.MSet takes.
+func boxed[T any](items map[string]T) map[string]any {
+	m := make(map[string]any, len(items))
+	for k, v := range items {
+		m[k] = v
+	}
+	return m
+}

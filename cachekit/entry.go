@@ -250,10 +250,6 @@ func notTheEntry(ctx context.Context, err error) bool {
 		errors.Is(err, encryption.ErrInvalidConfig)
 }
 
-// maxEntryOverhead bounds what an entry adds to its value: the envelope's
-// header and LZ4's fixed worst-case growth, and the AEAD's nonce and tag.
-const maxEntryOverhead = 256 + encryption.Overhead
-
 // openErr classifies a decryption failure: ErrClosed for a closed
 // encryptor, and an entry too short to hold a nonce and a tag (an
 // *encryption.LengthError) as what it is to a caller, an entry that does not
@@ -293,14 +289,6 @@ func (c *Client) openLarge(ctx context.Context, s *scratch, key string, stored [
 	defer func() { s.inSlot = false; c.leaveLarge(held) }()
 	return c.open(ctx, s, key, stored)
 }
-
-// LargeValueBytes is the size from which sealing or opening a value counts
-// as large work: a value whose encoded form, or an entry whose stored form,
-// is at least this long. Options.LargeValueConcurrency bounds how many such
-// seals and opens run at once. It is also where AES-GCM switches to sealing
-// in 64 KiB chunks (about a quarter of a millisecond of work per 256 KiB on
-// the dev machine).
-const LargeValueBytes = 256 << 10
 
 // enterLarge takes a large-work slot (chunked.Slots.Enter) for n bytes of
 // work, deriving the keys first (or waiting for the derivation in flight):
@@ -392,9 +380,6 @@ func (c *Client) decode(payload []byte, dst any) error {
 	}
 	return codec.Decode(payload, dst, c.jsonTags)
 }
-
-// errEmptyKey is what every call given the key "" returns, before any I/O.
-var errEmptyKey = &protocol.FormatError{Op: "cache-key", Reason: "empty key", Err: protocol.ErrInvalidKey}
 
 // checkKey rejects keys the mode cannot store: empty keys, and in interop
 // mode anything that is not an interop/v1 key.
@@ -544,32 +529,3 @@ var (
 	errNegativeForm = &FormatError{Op: "entry", Err: protocol.ErrMalformed,
 		Reason: "the head of a negative entry over a body that is not one"}
 )
-
-// readNegative is a read's answer for stored, bytes of key in tier that
-// have the form of a negative entry: a *NegativeHitError (counted) when it
-// opens, after backfilling L1 with it through t for ttl when it came from
-// Redis (as fromL2 does for a value); ErrNotFound when it lapsed (within
-// negativeSlack); an error that says nothing about the entry as it is;
-// else an Unopenable *EntryError (IOP-24: counted, warned about, a miss
-// that GetOrLoad replaces).
-func (c *Client) readNegative(ctx context.Context, s *scratch, tier Tier, key string, stored []byte, ttl time.Duration, t ticket) error {
-	_, _, err := c.openNegative(ctx, s, key, stored)
-	switch {
-	case err == nil:
-		c.stats.NegativeHits.Add(1)
-		if tier == TierL2 && c.l1 != nil && ttl > 0 {
-			c.admit(key, t, stored, ttl, false)
-		}
-		return &NegativeHitError{Tier: tier}
-	case err == errNegativeLapsed: // not a replay: a plain miss
-		if tier == TierL2 {
-			c.stats.L2Misses.Add(1)
-		}
-		return ErrNotFound
-	case notTheEntry(ctx, err):
-		return err
-	}
-	c.openFailed(ctx, tier, err)
-	c.warn(string(tier)+" negative entry failed to open", key, err)
-	return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err, Unopenable: true}
-}

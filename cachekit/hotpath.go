@@ -286,3 +286,103 @@ func (c *Client) getCall(full string, withTTL, long bool, stored *[]byte, ttl *t
 		return err
 	}
 }
+
+// getInner is Get not observed on its own: a read inside another operation
+// (GetOrLoad's, MGetOrLoad's).
+func getInner[T any](ctx context.Context, c *Client, key string) (T, observe.Result, error) {
+	var v T
+	_, tier, size, err := c.getPayload(ctx, key, &v, false)
+	r := observe.Result{Tier: observe.TierNamed(string(tier)), Size: size}
+	if err != nil {
+		var zero T
+		return zero, r, err
+	}
+	return v, r, nil
+}
+
+// renew keeps a hot key in L1 under the fallback's lifetime: a hit in the
+// last quarter of its entry's lifetime reads the entry from Redis in the
+// background (one read per key at a time) and, once it authenticates,
+// gives the L1 copy a fresh lifetime through the ticket taken before the
+// read, as any backfill (the read is bounded by AttemptTimeout on its own,
+// outside the reliability stack's slots): a write, delete or announcement meanwhile wins,
+// and no copy is older than the lifetime. Without it a hot key misses once
+// per lifetime.
+func (c *Client) renew(key string, life time.Duration) {
+	if left, ok := c.l1.Remaining(key); !ok || left > life/4 {
+		return
+	}
+	c.inv.Renew(key, func() {
+		ctx, cancel := context.WithTimeout(c.bg, c.rel.AttemptTimeout())
+		defer cancel()
+		t := c.ticket(key)
+		var stored []byte
+		var ttl time.Duration
+		// Outside the reliability stack: a renewal is no caller's work and
+		// takes none of the callers' MaxInFlight slots; ctx bounds it.
+		if c.getCall(c.fullKey(key), true, false, &stored, &ttl)(ctx) != nil || ttl <= 0 {
+			return
+		}
+		s := getScratch()
+		if _, err := c.open(ctx, s, key, stored); err == nil {
+			c.admit(key, t, stored, ttl, false)
+		}
+		putScratch(s)
+	})
+}
+
+// readNegative is a read's answer for stored, bytes of key in tier that
+// have the form of a negative entry: a *NegativeHitError (counted) when it
+// opens, after backfilling L1 with it through t for ttl when it came from
+// Redis (as fromL2 does for a value); ErrNotFound when it lapsed (within
+// negativeSlack); an error that says nothing about the entry as it is;
+// else an Unopenable *EntryError (IOP-24: counted, warned about, a miss
+// that GetOrLoad replaces).
+func (c *Client) readNegative(ctx context.Context, s *scratch, tier Tier, key string, stored []byte, ttl time.Duration, t ticket) error {
+	_, _, err := c.openNegative(ctx, s, key, stored)
+	switch {
+	case err == nil:
+		c.stats.NegativeHits.Add(1)
+		if tier == TierL2 && c.l1 != nil && ttl > 0 {
+			c.admit(key, t, stored, ttl, false)
+		}
+		return &NegativeHitError{Tier: tier}
+	case err == errNegativeLapsed: // not a replay: a plain miss
+		if tier == TierL2 {
+			c.stats.L2Misses.Add(1)
+		}
+		return ErrNotFound
+	case notTheEntry(ctx, err):
+		return err
+	}
+	c.openFailed(ctx, tier, err)
+	c.warn(string(tier)+" negative entry failed to open", key, err)
+	return &EntryError{Tier: tier, KeyDigest: c.keyDigest(key), Err: err, Unopenable: true}
+}
+
+// Get returns the value stored under key decoded as a T.
+//
+//	user, err := cachekit.Get[User](ctx, client, "user:42")
+func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
+	var v T
+	if _, err := c.get(ctx, observe.OpGet, key, &v, false); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// GetWithTTL returns the T stored under key and how long the entry has
+// left: on an L1 hit, what L1 holds it for (the TTL it was stored or
+// backfilled with, counted down); otherwise Redis's PTTL, read in the same
+// round trip as the value. 0 means the entry has no expiry (a key written
+// without one by another tool).
+func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Duration, error) {
+	var v T
+	left, err := c.get(ctx, observe.OpGetWithTTL, key, &v, true)
+	if err != nil {
+		var zero T
+		return zero, 0, err
+	}
+	return v, left, nil
+}

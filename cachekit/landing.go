@@ -1,14 +1,16 @@
 package cachekit
 
-// The landing path. Every value a loader returns (GetOrLoad's, an SWR
-// refresh's, an MGetOrLoad batch's), and every "not found" a Client with
-// Options.NegativeTTL caches (an absence, sealed as a negative entry:
-// negative.go), reaches Redis and L1 here and nowhere else: land seals it,
-// takes the key's ticket, stores it by its fill (the conditional write its
-// load earned), admits it to L1 and counts what happened; landBatch does
-// the same for a batch in one pipelined round trip. A new way of storing a
-// loaded value is a new fill kind: its l2 call and the reading of its
-// answer, in fillL2 and fillMany.
+// The landing path: what a load yields and where it lands. Every load
+// (GetOrLoad's, an SWR refresh's, an MGetOrLoad batch's) runs its loader
+// through loadStep (loadMany for a batch) and gets one typed result
+// (loaded, made by result: a value, or a "not found" this Client caches
+// with Options.NegativeTTL, sealed as a negative entry). Every result
+// reaches Redis and L1 here and nowhere else: landKey seals it, takes the
+// key's ticket, stores it by its fill (the conditional write its claim
+// earned: lease.go), admits it to L1 and counts what happened, or gives
+// the claim back; landBatch does the same for a batch in one pipelined
+// round trip. A new way of storing a loaded value is a new fill kind: its
+// l2 call and the reading of its answer, in fillL2 and fillMany.
 
 import (
 	"context"
@@ -16,9 +18,119 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
+	"github.com/cachekit-io/cachekit-go/internal/ctxwait"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
+	"github.com/cachekit-io/cachekit-go/protocol"
 )
+
+// loaded is what one load yields for a key, through the landing path to
+// its flight and its callers: the value v, or gone, a "not found" this
+// Client caches (the loader's, or a negative entry found where the load
+// looked: it lands as a negative entry, and gone is what the callers
+// get), and at, an instant at which it was known current: when the
+// loader started (the source said so after that), or just before the
+// script that read or stored it was sent. Zero at means none is known (a
+// load in L1-only or interop mode): every caller that joined its flight
+// takes it. result makes every loaded value.
+type loaded[V any] struct {
+	v    V
+	gone error
+	at   time.Time
+}
+
+// result is the one place a load's result is made, from what the loader
+// returned (or what a load found stored: a value, or a *NegativeHitError)
+// at at: v; a "not found" this Client caches (cachesAbsence) as gone; any
+// other error as the load's failure.
+func result[V any](c *Client, v V, err error, at time.Time) (loaded[V], error) {
+	if err != nil && !c.cachesAbsence(err) {
+		return loaded[V]{}, err
+	}
+	return loaded[V]{v: v, gone: err, at: at}, nil
+}
+
+// loadStep is the loader step every mode runs (GetOrLoad's, with or
+// without a lease, and an SWR refresh): run the loader (runLoader) and
+// make its result, current when the loader started, with the TTL to store
+// it for.
+func loadStep[V any](ctx context.Context, c *Client, load func(context.Context) (V, error), ttl time.Duration) (loaded[V], time.Duration, error) {
+	started := time.Now()
+	v, ttl, err := runLoader(ctx, c, load, ttl)
+	res, err := result(c, v, err, started)
+	return res, ttl, err
+}
+
+// loadMany is loadStep of a batch: one run of loader for keys, and a
+// result per key; a key the loader left out is not found (cached as an
+// absence when this Client caches negatives, else left out).
+func loadMany[V any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]V, error)) (map[string]loaded[V], time.Duration, error) {
+	started := time.Now()
+	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]V, error) { return loader(ctx, keys) }, c.defaultTTL)
+	if err != nil {
+		return nil, 0, err
+	}
+	res := make(map[string]loaded[V], len(keys))
+	for _, k := range keys {
+		v, ok := vals[k]
+		var missing error
+		if !ok {
+			missing = ErrNotFound
+		}
+		if r, err := result(c, v, missing, started); err == nil {
+			res[k] = r
+		}
+	}
+	return res, ttl, nil
+}
+
+// fromFlight reads a flight's value as a loaded[T]; ok is false when
+// another caller loaded the key as another type (its at and gone are
+// still read).
+func fromFlight[T any](val any) (res loaded[T], ok bool) {
+	if res, ok = val.(loaded[T]); ok {
+		return res, true
+	}
+	if o, isLoad := val.(interface{ outcome() (time.Time, error) }); isLoad {
+		res.at, res.gone = o.outcome()
+	}
+	return res, false
+}
+
+// outcome is what a caller of another type reads of r (fromFlight).
+func (r loaded[V]) outcome() (time.Time, error) { return r.at, r.gone }
+
+// runLoader runs load (flight.Load: OverrideTTL can reach its ctx, its
+// error is marked as the loader's) in the loader's span, counted in
+// Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
+// with the TTL to store it for: ttl, or the loader's override; for a "not
+// found" this Client caches, the negative TTL (negativeTTL).
+func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
+	c.stats.Loads.Add(1)
+	ctx, done := c.obs.StartLoad(ctx, isNotFound)
+	defer func() {
+		if r := recover(); r != nil {
+			done(flight.Panicked(r))
+			panic(r) // the caller recovers it as before
+		}
+		done(err)
+	}()
+	v, override, err := flight.Load(ctx, load, 0) // 0: no override
+	switch {
+	case err != nil && c.cachesAbsence(err):
+		ttl = c.negativeTTL(override)
+	case override != 0:
+		ttl = override
+	}
+	if err != nil {
+		c.stats.LoadErrors.Add(1)
+	}
+	return v, ttl, err
+}
+
+// normalizeTTL applies the protocol's TTL rules.
+func normalizeTTL(ttl time.Duration) (time.Duration, error) { return protocol.NormalizeTTL(ttl) }
 
 // fillKind is how a loaded value may be written to Redis.
 type fillKind int
@@ -57,17 +169,17 @@ type fill struct {
 	// sequence read before the load: a fillAbsent store goes only while
 	// no write of this Client's began since (keyorder.go).
 	seq     uint64
-	expiry  int64      // fillDigest: the served entry's PEXPIRETIME (Unix ms), 0 unknown
-	ver     l1.Version // fillDigest: the key's L1 version when it was served (a write since drops the fill)
-	renewer *renewer   // fillLease: keeps the lease until the fill answered
-	unlock  func()     // fillAbsent: releases interop mode's {key}:lock once landed; nil without one
+	expiry  int64             // fillDigest: the served entry's PEXPIRETIME (Unix ms), 0 unknown
+	ver     l1.Version        // fillDigest: the key's L1 version when it was served (a write since drops the fill)
+	renewer *ctxwait.Repeater // fillLease: renews the lease until the fill answered (keepLeases)
+	unlock  func()            // fillAbsent: releases interop mode's {key}:lock once landed; nil without one
 }
 
 // giveBack releases what f holds on key when nothing will be stored by it
 // (its load failed, or its value cannot be sealed): the lease's renewer
 // and the lease (waiters need not wait it out).
 func (f fill) giveBack(ctx context.Context, c *Client, key string) {
-	f.renewer.stop()
+	f.renewer.Stop()
 	if f.kind == fillLease {
 		c.releaseLease(ctx, c.fullKey(key), f.lease)
 	}
@@ -82,24 +194,24 @@ const (
 	landFailed                // it could not be sealed or stored: warned, not cached
 )
 
-// land stores res, the result of a load of key (or, when loadErr is
+// landKey stores res, the result of a load of key (or, when failed is
 // not nil, its failure), for ttl by f, and returns what the load's
 // callers get: res, with the instant it was last known current (as
 // loaded says: just before the fill was sent when it stored, else when the
-// loader started; none in L1-only and interop mode), or loadErr, after f
+// loader started; none in L1-only and interop mode), or failed, after f
 // gave its claim back. A result is sealed (gone as a negative entry),
 // written to Redis by f's kind, then to L1 through the ticket taken
 // before the write (as Set does), and SWR told of a value's expiry. A
 // failure to seal or store is warned about and the callers still get res
 // (loadStoreFailed; ErrClosed is returned), except a refresh's
 // (fillDigest), which is returned for the refresh to report.
-func land[V any](ctx context.Context, c *Client, key string, res loaded[V], ttl time.Duration, f fill, loadErr error) (loaded[V], error) {
+func landKey[V any](ctx context.Context, c *Client, key string, res loaded[V], ttl time.Duration, f fill, failed error) (loaded[V], error) {
 	if f.unlock != nil {
 		defer f.unlock()
 	}
-	if loadErr != nil {
+	if failed != nil {
 		f.giveBack(ctx, c, key)
-		return res, loadErr
+		return res, failed
 	}
 	if f.kind == fillNone || f.kind == fillDigest && c.l1 != nil && c.l1.Version(key) != f.ver {
 		return res, nil // not stored; a refresh that a newer write overtook drops its value
@@ -150,7 +262,7 @@ func (c *Client) storeLoaded(ctx context.Context, key string, stored []byte, ttl
 	} else {
 		ok, err = c.fillL2(ctx, key, stored, ttl, f)
 	}
-	f.renewer.stop() // Redis answered: the lease is used or lost
+	f.renewer.Stop() // Redis answered: the lease is used or lost
 	switch {
 	case err != nil:
 		c.dropL1(key) // Redis state unknown
@@ -185,7 +297,7 @@ func (c *Client) loadStoreFailed(key string, err error) error {
 	if err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
-	c.warn("GetOrLoad could not store the loaded value", key, err)
+	c.warn("a load could not store the loaded value", key, err)
 	return nil
 }
 
@@ -229,8 +341,8 @@ func (c *Client) fillL2(ctx context.Context, key string, stored []byte, ttl time
 var errResentNotStored = errors.New("cachekit: a resent write found its condition gone; its first attempt may have stored it")
 
 // landBatch lands a batch load's results (claimed by cl, loaded by
-// loadMany; loadErr: the loader failed, and cl is given back) and returns
-// every key's result, cl's found ones included: as land does, in one
+// loadMany; failed: the loader failed, and cl is given back) and returns
+// every key's result, cl's prior ones included: as landKey does, in one
 // pipelined round trip, for ttl (absences for Options.NegativeTTL): with
 // leases, each key cl holds a lease on while the lease holds (a key the
 // loader left out with nothing to cache gives its lease back at once; the
@@ -238,12 +350,12 @@ var errResentNotStored = errors.New("cachekit: a resent write found its conditio
 // key holds nothing (interop mode), or in L1. Batches are not tracked by
 // SWR. A result whose value cannot be sealed, or whose store fails, has
 // its lease released and is warned about; the error is ErrClosed or nil.
-func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map[string]loaded[V], ttl time.Duration, loadErr error) (map[string]loaded[V], error) {
-	if loadErr != nil {
+func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map[string]loaded[V], ttl time.Duration, failed error) (map[string]loaded[V], error) {
+	if failed != nil {
 		cl.giveBack(ctx, c)
-		return nil, loadErr
+		return nil, failed
 	}
-	res := cl.found
+	res := cl.prior
 	var keys []string // the keys to store, in cl.load's order
 	for _, k := range cl.load {
 		r, ok := vals[k]
@@ -276,10 +388,10 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 		}
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
-				cl.renewer.stop()
+				cl.renewer.Stop()
 				return nil, err
 			}
-			c.warn("MGetOrLoad could not store a loaded value", k, err)
+			c.warn("a batch load could not store a loaded value", k, err)
 			c.giveBackOne(ctx, cl.leases, k)
 			err = nil
 			continue
@@ -289,7 +401,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 		size += len(stored)
 	}
 	if len(batch) == 0 {
-		cl.renewer.stop()
+		cl.renewer.Stop()
 		return res, nil
 	}
 	tickets := make([]ticket, len(at))
@@ -298,7 +410,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 	}
 	sent := time.Now()
 	done, errs, err := c.fillMany(ctx, batch, leases, cl.kind, size)
-	cl.renewer.stop() // the fills answered
+	cl.renewer.Stop() // the fills answered
 	var published []string
 	for j, k := range at {
 		switch {
@@ -310,7 +422,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 			if err == nil {
 				c.stats.L2Errors.Add(1) // one item's failure; the round trip's is counted by redis
 			}
-			c.warn("MGetOrLoad could not store the loaded values", k, errs[j])
+			c.warn("a batch load could not store the loaded values", k, errs[j])
 			c.giveBackOne(ctx, cl.leases, k)
 		case !done[j]:
 			c.stats.LeasesLost.Add(1)
@@ -325,7 +437,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 		}
 	}
 	if cl.kind == fillAbsent {
-		c.publish(ctx, "MGetOrLoad's store", published...)
+		c.publish(ctx, "a batch load's store", published...)
 	}
 	return res, nil
 }
@@ -360,5 +472,38 @@ func (c *Client) fillMany(ctx context.Context, batch []l2.Item, leases []string,
 func (c *Client) giveBackOne(ctx context.Context, leases map[string]string, key string) {
 	if lease, ok := leases[key]; ok {
 		c.releaseLease(ctx, c.fullKey(key), lease)
+	}
+}
+
+// releaseLease gives the key back (deletes the lease if still there),
+// within one attempt's bound whatever ctx says; the lease expires anyway.
+// On the auto-pipelined stream it goes after the Acquire that planted the
+// lease, and a fence keeps it after one whose connection failed.
+func (c *Client) releaseLease(ctx context.Context, full, lease string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
+	defer cancel()
+	_, _ = c.l2.Release(rctx, full, lease)
+}
+
+// batchClaim is what an MGetOrLoad batch holds before its loader runs:
+// the results found stored meanwhile (found), the keys to load, the fill
+// kind their results are stored by, and, with leases, the lease this batch
+// planted on each key it holds (the keys under another Client's lease, or
+// whose lease could not be planted, are loaded and not stored) with their
+// renewer.
+type batchClaim[V any] struct {
+	prior   map[string]loaded[V]
+	load    []string
+	kind    fillKind
+	leases  map[string]string
+	renewer *ctxwait.Repeater
+}
+
+// giveBack releases the leases cl holds (its load failed); nil leases
+// hold none.
+func (cl batchClaim[V]) giveBack(ctx context.Context, c *Client) {
+	cl.renewer.Stop()
+	for k, lease := range cl.leases {
+		c.releaseLease(ctx, c.fullKey(k), lease)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,9 +24,6 @@ import (
 	"github.com/cachekit-io/cachekit-go/l2"
 )
 
-// defaultLeaseTTL is used when Options.LeaseTTL is zero.
-const defaultLeaseTTL = 5 * time.Second
-
 // leases reports whether GetOrLoad plants leases: with Redis, outside
 // interop mode (interop keys are read by other SDKs, which know no
 // placeholder; they take the family's {key}:lock instead).
@@ -36,13 +32,12 @@ func (c *Client) leases() bool { return c.l2 != nil && !c.interop }
 // claim is what a load holds on its key before its loader runs: the fill
 // its result may be stored by (under the lease it planted, interop mode's
 // compare and lock, L1 alone, or not at all), which also says what to give
-// back when nothing is stored; or, when found, the result of the load that
-// stored the key meanwhile (or its cached "not found"), which is this
-// load's result: nothing is loaded.
+// back when nothing is stored; or prior, the result of a load that stored
+// the key meanwhile (or its cached "not found"), which is this load's
+// result: nothing is loaded.
 type claim[V any] struct {
 	fill  fill
-	found bool
-	res   loaded[V]
+	prior *loaded[V]
 }
 
 // claimKey claims key for a GetOrLoad load by the Client's mode: degraded
@@ -99,7 +94,7 @@ func leaseClaim[T any](ctx context.Context, c *Client, key string) (claim[T], er
 				c.releaseLease(ctx, full, lease)
 			}
 			if l2.Declined(err) {
-				c.warn("GetOrLoad could not plant a lease (Redis refused the script); loading without storing", key, err)
+				c.warn("a load could not plant a lease (Redis refused the script); loading without storing", key, err)
 				return unstored, nil
 			}
 			rerr := c.readErr(ctx, key, err)
@@ -116,7 +111,7 @@ func leaseClaim[T any](ctx context.Context, c *Client, key string) (claim[T], er
 			v, err := openFound[T](ctx, c, key, entry, left, t)
 			if err == nil || c.negTTL > 0 && isNegativeHit(err) { // a value, or another load's cached "not found"
 				res, err := result(c, v, err, at)
-				return claim[T]{found: true, res: res}, err
+				return claim[T]{prior: &res}, err
 			}
 			if !loadable(err) || replace != "" {
 				return claim[T]{}, err
@@ -171,7 +166,7 @@ func lockClaim[T any](ctx context.Context, c *Client, key string) (claim[T], err
 		seq = c.order.seq(key)
 	}
 	replace, found, err := lookAgain[T](ctx, c, key)
-	if found.found || err != nil {
+	if found.prior != nil || err != nil {
 		return found, err
 	}
 	f := fill{kind: fillPlain}
@@ -181,8 +176,11 @@ func lockClaim[T any](ctx context.Context, c *Client, key string) (claim[T], err
 			var held claim[T]
 			unlock, ok := c.lockOrWait(ctx, key, func() bool {
 				v, _, err := getInner[T](ctx, c, key)
-				held.res.v, held.found = v, err == nil
-				return held.found
+				if err == nil {
+					res, _ := result(c, v, nil, time.Time{})
+					held.prior = &res
+				}
+				return err == nil
 			})
 			if ok {
 				return held, nil
@@ -190,7 +188,7 @@ func lockClaim[T any](ctx context.Context, c *Client, key string) (claim[T], err
 			f.unlock = unlock
 			// The lock may have been free because its holder had just
 			// stored: look once more before loading.
-			if replace, found, _ = lookAgain[T](ctx, c, key); found.found {
+			if replace, found, _ = lookAgain[T](ctx, c, key); found.prior != nil {
 				unlock()
 				return found, nil
 			}
@@ -210,7 +208,7 @@ func lookAgain[T any](ctx context.Context, c *Client, key string) (replace strin
 	switch {
 	case err == nil || isNegativeHit(err) && !c.needsLoad(err):
 		res, err := result(c, v, err, time.Time{})
-		return "", claim[T]{found: true, res: res}, err
+		return "", claim[T]{prior: &res}, err
 	case !c.needsLoad(err):
 		return "", claim[T]{}, err
 	}
@@ -241,7 +239,7 @@ func (c *Client) lockOrWait(ctx context.Context, key string, probe func() bool) 
 		return err
 	})
 	if err != nil {
-		c.warn("GetOrLoad lock unavailable; loading without it", key, err)
+		c.warn("a load could not take the {key}:lock; loading without it", key, err)
 		return noop, false
 	}
 	if ok {
@@ -282,91 +280,13 @@ func openFound[T any](ctx context.Context, c *Client, key string, entry []byte, 
 	return v, err
 }
 
-// renewer keeps a load's leases alive: every LeaseTTL/3 until stop (or
-// Close), one lease by its script, several in one pipeline (one round
-// trip, one per node on a cluster, however many keys a batch has). A
-// renewal is bounded by the attempt timeout on its own, plus the transfer
-// allowance of what a batch sends, outside the reliability stack's slots
-// (it is no caller's work and must not crowd callers out); one that finds
-// its lease gone changes nothing.
-type renewer struct {
-	cancel context.CancelFunc
-	unlink func() bool
-	done   chan struct{}
-	once   sync.Once
-}
-
-// keepLeases starts a renewer of leases[i] on fulls[i].
-func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) *renewer {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &renewer{cancel: cancel, unlink: context.AfterFunc(c.bg, cancel), done: make(chan struct{})}
-	bound := c.rel.AttemptTimeout()
-	if len(fulls) > 1 {
-		size := 0
-		for i, full := range fulls {
-			size += len(full) + len(leases[i]) + 128 // the script's body and framing
-		}
-		bound += guard.TransferTime(size)
-	}
-	go func() {
-		defer close(r.done)
-		ctxwait.Every(rctx, max(c.leaseTTL/3, time.Millisecond), func() bool {
-			actx, cancel := context.WithTimeout(rctx, bound)
-			defer cancel()
-			if len(fulls) == 1 {
-				_, _ = c.l2.Renew(actx, fulls[0], leases[0], c.leaseTTL)
-			} else {
-				_, _ = c.l2.RenewMany(actx, fulls, leases, c.leaseTTL)
-			}
-			return true
-		})
-	}()
-	return r
-}
-
-// stop ends the renewer and waits for it; a nil renewer does nothing.
-func (r *renewer) stop() {
-	if r == nil {
-		return
-	}
-	r.once.Do(func() {
-		r.unlink()
-		r.cancel()
-		<-r.done
-	})
-}
-
-// releaseLease gives the key back (deletes the lease if still there),
-// within one attempt's bound whatever ctx says; the lease expires anyway.
-// On the auto-pipelined stream it goes after the Acquire that planted the
-// lease, and a fence keeps it after one whose connection failed.
-func (c *Client) releaseLease(ctx context.Context, full, lease string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.rel.AttemptTimeout())
-	defer cancel()
-	_, _ = c.l2.Release(rctx, full, lease)
-}
-
-// batchClaim is what an MGetOrLoad batch holds before its loader runs:
-// the results found stored meanwhile (found), the keys to load, the fill
-// kind their results are stored by, and, with leases, the lease this batch
-// planted on each key it holds (the keys under another Client's lease, or
-// whose lease could not be planted, are loaded and not stored) with their
-// renewer.
-type batchClaim[V any] struct {
-	found   map[string]loaded[V]
-	load    []string
-	kind    fillKind
-	leases  map[string]string
-	renewer *renewer
-}
-
 // claimBatch claims keys for a batch load by the Client's mode: with
 // leases, one pipeline plants a lease on each key, or finds its entry, or
 // another's lease (a second one plants leases over the entries found that
 // could not be opened, to replace them); without, every key is loaded and
 // stored where its key holds nothing (interop mode), or in L1.
 func claimBatch[T any](ctx context.Context, c *Client, keys []string) batchClaim[T] {
-	cl := batchClaim[T]{found: make(map[string]loaded[T], len(keys)), kind: fillPlain}
+	cl := batchClaim[T]{prior: make(map[string]loaded[T], len(keys)), kind: fillPlain}
 	switch {
 	case c.leases():
 		cl.kind = fillLease
@@ -406,7 +326,7 @@ func claimBatch[T any](ctx context.Context, c *Client, keys []string) batchClaim
 				v, err := openFound[T](ctx, c, k, entries[j], lefts[j], tickets[j])
 				if err == nil || c.negTTL > 0 && isNegativeHit(err) { // a value, or a cached "not found"
 					if res, err := result(c, v, err, acquireAt); err == nil {
-						cl.found[k] = res
+						cl.prior[k] = res
 						continue
 					}
 				}
@@ -433,13 +353,31 @@ func claimBatch[T any](ctx context.Context, c *Client, keys []string) batchClaim
 	return cl
 }
 
-// giveBack releases the leases cl holds (its load failed); nil leases
-// hold none.
-func (cl batchClaim[V]) giveBack(ctx context.Context, c *Client) {
-	cl.renewer.stop()
-	for k, lease := range cl.leases {
-		c.releaseLease(ctx, c.fullKey(k), lease)
+// keepLeases renews leases[i] on fulls[i] every LeaseTTL/3 until the
+// Repeater it returns is stopped (or Close): one lease by its script,
+// several in one pipeline (one round trip, one per node on a cluster,
+// however many keys a batch has). A renewal is bounded by the attempt
+// timeout on its own, plus the transfer allowance of what a batch sends,
+// outside the reliability stack's slots (it is no caller's work and must
+// not crowd callers out); one that finds its lease gone changes nothing.
+func (c *Client) keepLeases(ctx context.Context, fulls, leases []string) *ctxwait.Repeater {
+	bound := c.rel.AttemptTimeout()
+	if len(fulls) > 1 {
+		size := 0
+		for i, full := range fulls {
+			size += len(full) + len(leases[i]) + 128 // the script's body and framing
+		}
+		bound += guard.TransferTime(size)
 	}
+	return ctxwait.Go(ctx, c.bg, max(c.leaseTTL/3, time.Millisecond), func(rctx context.Context) {
+		actx, cancel := context.WithTimeout(rctx, bound)
+		defer cancel()
+		if len(fulls) == 1 {
+			_, _ = c.l2.Renew(actx, fulls[0], leases[0], c.leaseTTL)
+		} else {
+			_, _ = c.l2.RenewMany(actx, fulls, leases, c.leaseTTL)
+		}
+	})
 }
 
 // acquireMany plants leases on fulls in one pipeline under the reliability

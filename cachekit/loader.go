@@ -156,88 +156,15 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 // failed), and hand the result to the flight.
 func loadKey[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (loaded[T], error) {
 	cl, err := claimKey[T](ctx, c, key, degraded)
-	if err != nil || cl.found {
-		return cl.res, err
+	switch {
+	case err != nil:
+		return loaded[T]{}, err
+	case cl.prior != nil:
+		return *cl.prior, nil
 	}
 	res, ttl, err := loadStep(ctx, c, load, ttl)
-	return land(ctx, c, key, res, ttl, cl.fill, err)
+	return landKey(ctx, c, key, res, ttl, cl.fill, err)
 }
-
-// loaded is what one load yields for a key, through the landing path to
-// its flight and its callers: the value v, or gone, a "not found" this
-// Client caches (the loader's, or a negative entry found where the load
-// looked: it lands as a negative entry, and gone is what the callers
-// get), and at, an instant at which it was known current: when the
-// loader started (the source said so after that), or just before the
-// script that read or stored it was sent. Zero at means none is known (a
-// load in L1-only or interop mode): every caller that joined its flight
-// takes it. result makes every loaded value.
-type loaded[V any] struct {
-	v    V
-	gone error
-	at   time.Time
-}
-
-// result is the one place a load's result is made, from what the loader
-// returned (or what a load found stored: a value, or a *NegativeHitError)
-// at at: v; a "not found" this Client caches (cachesAbsence) as gone; any
-// other error as the load's failure.
-func result[V any](c *Client, v V, err error, at time.Time) (loaded[V], error) {
-	if err != nil && !c.cachesAbsence(err) {
-		return loaded[V]{}, err
-	}
-	return loaded[V]{v: v, gone: err, at: at}, nil
-}
-
-// loadStep is the loader step every mode runs (GetOrLoad's, with or
-// without a lease, and an SWR refresh): run the loader (runLoader) and
-// make its result, current when the loader started, with the TTL to store
-// it for.
-func loadStep[V any](ctx context.Context, c *Client, load func(context.Context) (V, error), ttl time.Duration) (loaded[V], time.Duration, error) {
-	started := time.Now()
-	v, ttl, err := runLoader(ctx, c, load, ttl)
-	res, err := result(c, v, err, started)
-	return res, ttl, err
-}
-
-// loadMany is loadStep of a batch: one run of loader for keys, and a
-// result per key; a key the loader left out is not found (cached as an
-// absence when this Client caches negatives, else left out).
-func loadMany[V any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]V, error)) (map[string]loaded[V], time.Duration, error) {
-	started := time.Now()
-	vals, ttl, err := runLoader(ctx, c, func(ctx context.Context) (map[string]V, error) { return loader(ctx, keys) }, c.defaultTTL)
-	if err != nil {
-		return nil, 0, err
-	}
-	res := make(map[string]loaded[V], len(keys))
-	for _, k := range keys {
-		v, ok := vals[k]
-		var missing error
-		if !ok {
-			missing = ErrNotFound
-		}
-		if r, err := result(c, v, missing, started); err == nil {
-			res[k] = r
-		}
-	}
-	return res, ttl, nil
-}
-
-// fromFlight reads a flight's value as a loaded[T]; ok is false when
-// another caller loaded the key as another type (its at and gone are
-// still read).
-func fromFlight[T any](val any) (res loaded[T], ok bool) {
-	if res, ok = val.(loaded[T]); ok {
-		return res, true
-	}
-	if o, isLoad := val.(interface{ outcome() (time.Time, error) }); isLoad {
-		res.at, res.gone = o.outcome()
-	}
-	return res, false
-}
-
-// outcome is what a caller of another type reads of r (fromFlight).
-func (r loaded[V]) outcome() (time.Time, error) { return r.at, r.gone }
 
 // errLoadTimeout is what a caller gets when Options.LoadTimeout ended the
 // load it waited for before its own deadline: the Client's timeout.
@@ -266,12 +193,6 @@ func (c *Client) loadErr(ctx context.Context, err error) error {
 	return err
 }
 
-// loadable reports whether a Get error means "load a fresh value".
-func loadable(err error) bool {
-	var ee *EntryError
-	return errors.Is(err, ErrNotFound) || errors.As(err, &ee)
-}
-
 // OverrideTTL, called from a GetOrLoad, GetOrLoadTTL or MGetOrLoad loader
 // with the ctx the loader was given, makes the value the loader returns be
 // cached for ttl instead of the TTL the call was given (as rueidisaside's
@@ -291,34 +212,3 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 	flight.OverrideTTL(ctx, ttl)
 	return nil
 }
-
-// runLoader runs load (flight.Load: OverrideTTL can reach its ctx, its
-// error is marked as the loader's) in the loader's span, counted in
-// Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
-// with the TTL to store it for: ttl, or the loader's override; for a "not
-// found" this Client caches, the negative TTL (negativeTTL).
-func runLoader[T any](ctx context.Context, c *Client, load func(context.Context) (T, error), ttl time.Duration) (v T, _ time.Duration, err error) {
-	c.stats.Loads.Add(1)
-	ctx, done := c.obs.StartLoad(ctx, isNotFound)
-	defer func() {
-		if r := recover(); r != nil {
-			done(flight.Panicked(r))
-			panic(r) // the caller recovers it as before
-		}
-		done(err)
-	}()
-	v, override, err := flight.Load(ctx, load, 0) // 0: no override
-	switch {
-	case err != nil && c.cachesAbsence(err):
-		ttl = c.negativeTTL(override)
-	case override != 0:
-		ttl = override
-	}
-	if err != nil {
-		c.stats.LoadErrors.Add(1)
-	}
-	return v, ttl, err
-}
-
-// normalizeTTL applies the protocol's TTL rules.
-func normalizeTTL(ttl time.Duration) (time.Duration, error) { return protocol.NormalizeTTL(ttl) }

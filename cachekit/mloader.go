@@ -140,7 +140,7 @@ func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func
 	}()
 	cl := claimBatch[T](ctx, c, keys)
 	if len(cl.load) == 0 {
-		return cl.found, nil
+		return cl.prior, nil
 	}
 	vals, ttl, err := loadMany(ctx, c, cl.load, loader)
 	return landBatch(ctx, c, cl, vals, ttl, err)

@@ -12,37 +12,6 @@ import (
 	"time"
 )
 
-// MaxNegativeTTL caps Options.NegativeTTL and the TTL a loader chooses with
-// OverrideTTL for its "not found" (a longer override is cut to it): one
-// hour, the longest an insert that no cache write announces (a write to
-// the source alone) stays hidden by a cached "not found", and the longest a
-// negative entry copied out of Redis can be replayed into it.
-const MaxNegativeTTL = time.Hour
-
-// NegativeHitError is what a read returns for a key whose cached entry is
-// a negative entry (a "not found" a loader returned and GetOrLoad cached,
-// Options.NegativeTTL) that authenticates under this Client's keys, key
-// and tenant and whose sealed not-after has not passed: the key is absent,
-// and the cache said so without a load. errors.Is(err, ErrNotFound)
-// holds. Get, GetWithTTL, GetBytes, AppendValue and Raw.AppendPayload
-// return it; MGet leaves the key out; GetOrLoad and GetOrLoadTTL return it
-// without loading when this Client caches negatives (otherwise they load,
-// and replace the negative entry). A loader's own "not found" reaches
-// GetOrLoad's callers as the loader returned it, and FailOpen's *MissError
-// is a miss that loads: neither is a NegativeHitError.
-type NegativeHitError struct {
-	// Tier is the tier that held the negative entry.
-	Tier Tier
-}
-
-// Error implements error.
-func (e *NegativeHitError) Error() string {
-	return "cachekit: not found (a cached not-found, " + string(e.Tier) + ")"
-}
-
-// Is makes errors.Is(err, ErrNotFound) hold.
-func (e *NegativeHitError) Is(target error) bool { return target == ErrNotFound }
-
 // cachesAbsence reports whether the loader's error err is a "not found"
 // this Client caches: negative caching on, err matching ErrNotFound, and
 // not a guess (FailOpen's *MissError or an entry that could not be
@@ -59,16 +28,6 @@ func (c *Client) needsLoad(err error) bool {
 	return err != nil && loadable(err) && !(c.negTTL > 0 && isNegativeHit(err))
 }
 
-// isNegativeHit reports whether err is a NegativeHitError (nil costs
-// nothing: errors.As would allocate its target).
-func isNegativeHit(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ne *NegativeHitError
-	return errors.As(err, &ne)
-}
-
 // negativeTTL is the TTL of a loader's cached "not found": its override
 // (capped at MaxNegativeTTL), or Options.NegativeTTL.
 func (c *Client) negativeTTL(override time.Duration) time.Duration {
@@ -76,4 +35,10 @@ func (c *Client) negativeTTL(override time.Duration) time.Duration {
 		return min(override, MaxNegativeTTL)
 	}
 	return c.negTTL
+}
+
+// loadable reports whether a Get error means "load a fresh value".
+func loadable(err error) bool {
+	var ee *EntryError
+	return errors.Is(err, ErrNotFound) || errors.As(err, &ee)
 }

@@ -1,6 +1,7 @@
 package cachekit
 
 import (
+	"cmp"
 	"log/slog"
 	"os"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/coherence"
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/swr"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/protocol"
 )
@@ -591,3 +594,123 @@ type Reliability struct {
 	// allow). Default: 100ms.
 	MaxWait time.Duration
 }
+
+// SWR configures stale-while-revalidate in GetOrLoad: an entry close to
+// its expiry is returned at once and reloaded in the background, so hot keys
+// do not all miss together when they expire. Entries are never served past
+// their TTL. A zero field takes its default.
+type SWR struct {
+	// Ratio: an entry is refreshed once its remaining TTL is at most
+	// Ratio × TTL × a jitter factor (TTL is the ttl GetOrLoad was called
+	// with). Must be within [0, 1). Default: 0.5.
+	Ratio float64
+
+	// Jitter spreads the refresh point of each check over
+	// [1-Jitter, 1+Jitter] × Ratio × TTL so a fleet does not refresh a hot
+	// key in lockstep. Must be within [0, 0.5]. Default: 0.1.
+	Jitter float64
+
+	// MaxRefreshes bounds the background refreshes running at once; a due
+	// entry found while all are busy is served and tried again on a later
+	// read. There is never more than one refresh per key. Default: 10.
+	MaxRefreshes int
+}
+
+func (w *SWR) validate() error {
+	if field, why := swr.Config(*w).Invalid(); field != "" {
+		return configErr("SWR." + field + " " + why)
+	}
+	return nil
+}
+
+// newSWR returns the SWR state for o with its defaults, nil when SWR is off.
+func newSWR(o *SWR) *swr.State {
+	if o == nil {
+		return nil
+	}
+	return swr.Config(*o).NewState()
+}
+
+// DefaultInvalidationChannel is the Redis pub/sub channel Invalidation uses
+// unless told otherwise.
+const DefaultInvalidationChannel = "cachekit:invalidate"
+
+// DefaultFallbackL1Lifetime is Invalidation.FallbackL1Lifetime's default.
+const DefaultFallbackL1Lifetime = time.Second
+
+// Invalidation keeps L1 coherent with Redis whoever writes it (this and
+// other Clients, other SDKs, the command-line tool, redis-cli, expiry,
+// eviction, FLUSHDB); docs/production.md states the bound per writer.
+//
+// The Client keeps a connection per Redis node (each master of a Cluster)
+// in broadcasting tracking mode (CLIENT TRACKING ON BCAST PREFIX
+// <KeyPrefix>, Redis 6+) and drops from L1 every key Redis reports
+// written, expired or evicted (its own writes too); FLUSHDB and FLUSHALL
+// clear L1. While it cannot vouch that it hears every write (a connection
+// lost, or silent for about a second), L1 is cleared and bypassed.
+//
+// Every write of a Client (Set, MSet, Delete, SetIfAbsent/Present, Touch,
+// GetOrLoad's store, SWR refreshes, Raw's Delete, DeleteMatching and Swap)
+// also publishes "ck1 <source> <full Redis key>" on Channel (the key is in
+// that Redis in the clear already; values never travel). Where Redis
+// refuses tracking (ACL, managed service), the Client logs it once, shows
+// it in InvalidationStats.Mode and the cachekit.invalidation.mode metric,
+// and falls back: it subscribes to Channel and drops the keys other
+// Clients announce (mode "pubsub"; losing the subscription clears L1), and
+// keeps no L1 copy older than FallbackL1Lifetime, the bound for writers
+// that do not announce; a key read in the last quarter of its copy's
+// lifetime is read from Redis again in the background (once per key at a
+// time) and its copy renewed, so a hot key stays in L1. Where SUBSCRIBE is
+// refused too, that lifetime is the only bound (mode "lifetime"). It tries
+// tracking again every 30 s.
+type Invalidation struct {
+	// Channel is the pub/sub channel writes are announced on and the
+	// fallback listens to; Clients sharing keys must agree on it.
+	// Default: DefaultInvalidationChannel.
+	Channel string
+
+	// FallbackL1Lifetime bounds an L1 entry's life while Redis refuses
+	// tracking. Default: 0, which New treats as DefaultFallbackL1Lifetime.
+	FallbackL1Lifetime time.Duration
+
+	// RequireTracking forbids the fallback: a refusal within New's wait
+	// (about a second) makes New fail with an error matching ErrConfig.
+	// When Redis is unreachable at New, New returns the Client as usual; a
+	// refusal first seen later is logged at error level, and L1 stays
+	// cleared and bypassed until Redis allows tracking. Default: false.
+	RequireTracking bool
+
+	// NoAnnounce stops the announcements, saving a PUBLISH per write: set
+	// it only when every Client sharing the keys tracks. Refused tracking
+	// then leaves FallbackL1Lifetime alone (mode "lifetime"): no peer
+	// announces. Default: false.
+	NoAnnounce bool
+}
+
+// newInvalidator returns the invalidation state of o, with its defaults.
+func newInvalidator(o *Invalidation) *coherence.State {
+	return coherence.New(cmp.Or(o.Channel, DefaultInvalidationChannel), !o.NoAnnounce,
+		cmp.Or(o.FallbackL1Lifetime, DefaultFallbackL1Lifetime), o.RequireTracking)
+}
+
+// MaxNegativeTTL caps Options.NegativeTTL and the TTL a loader chooses with
+// OverrideTTL for its "not found" (a longer override is cut to it): one
+// hour, the longest an insert that no cache write announces (a write to
+// the source alone) stays hidden by a cached "not found", and the longest a
+// negative entry copied out of Redis can be replayed into it.
+const MaxNegativeTTL = time.Hour
+
+// defaultLeaseTTL is used when Options.LeaseTTL is zero.
+const defaultLeaseTTL = 5 * time.Second
+
+// LargeValueBytes is the size from which sealing or opening a value counts
+// as large work: a value whose encoded form, or an entry whose stored form,
+// is at least this long. Options.LargeValueConcurrency bounds how many such
+// seals and opens run at once. It is also where AES-GCM switches to sealing
+// in 64 KiB chunks (about a quarter of a millisecond of work per 256 KiB on
+// the dev machine).
+const LargeValueBytes = 256 << 10
+
+// maxEntryOverhead bounds what an entry adds to its value: the envelope's
+// header and LZ4's fixed worst-case growth, and the AEAD's nonce and tag.
+const maxEntryOverhead = 256 + encryption.Overhead

@@ -136,27 +136,6 @@ func (c *Client) degradable(ctx context.Context, err error) bool {
 	return errors.As(err, &be)
 }
 
-// errClasses tells the observer, and the warnings, what the Client's own
-// errors mean: the observer classes every other error itself.
-var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError, Unopened: isUnopenable,
-	Negative:       isNegativeHit,
-	OutcomeUnknown: ErrOutcomeUnknown,
-	Invalid:        []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
-
-// isMissError reports a read FailOpen turned into a miss (*MissError).
-func isMissError(err error) bool {
-	var me *MissError
-	return errors.As(err, &me)
-}
-
-// isUnopenable reports a read that met an entry it could not open: a miss
-// to the caller (an Unopenable *EntryError matches ErrNotFound), a failure
-// of its class (auth_failed, format) to metrics and spans.
-func isUnopenable(err error) bool {
-	var ee *EntryError
-	return errors.As(err, &ee) && ee.Unopenable
-}
-
 // openFailed counts an entry of tier that failed to open, in Stats, the
 // decrypt-failure metric and an event on the operation's span.
 func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
@@ -167,32 +146,6 @@ func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
 		h(tier, err)
 	}
 }
-
-// snapshot is what the observer's gauges report.
-func (c *Client) snapshot() observe.Snapshot {
-	var st observe.Snapshot
-	if c.l1 != nil {
-		ls := c.l1.Stats()
-		st.HasL1, st.L1Bytes, st.L1Evictions, st.L1Rejected = true, ls.CostBytes, ls.Evictions, ls.Rejected
-	}
-	if c.enc != nil {
-		es := c.enc.Stats()
-		st.HasEncryption, st.Encryptions, st.DecryptsByKey = true, es.Encryptions, es.DecryptsByKey
-	}
-	if c.rel != nil {
-		rs := c.ReliabilityStats()
-		st.HasGuard, st.Breaker, st.Refused, st.Shed, st.Degraded = true, int(rs.Breaker), rs.Refused, rs.Shed, rs.Degraded
-	}
-	if c.inv != nil {
-		is := c.InvalidationStats()
-		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.Heard())
-		st.InvalidationLosses, st.PublishFailures, st.InvalidationRefusals = is.Losses, is.PublishFailures, is.Refusals
-	}
-	return st
-}
-
-// isNotFound reports whether err matches ErrNotFound.
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // announceFailed warns about the failed announcement of a write l2 made
 // (op "set" or "del" of the Redis keys full): the write went through.

@@ -1,5 +1,10 @@
 package cachekit
 
+import (
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/coherence"
+	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
+)
+
 // Stats is a snapshot of a Client's counters since New.
 type Stats struct {
 	L1Hits, L1Misses uint64
@@ -137,4 +142,70 @@ func (c *Client) ReliabilityStats() ReliabilityStats {
 	g := c.rel.Stats()
 	return ReliabilityStats{Breaker: BreakerState(g.Breaker), BreakerOpened: g.Opened, Retries: g.Retries,
 		Refused: g.Refused, Shed: g.Shed, Degraded: c.stats.Degraded.Load()}
+}
+
+// snapshot is what the observer's gauges report.
+func (c *Client) snapshot() observe.Snapshot {
+	var st observe.Snapshot
+	if c.l1 != nil {
+		ls := c.l1.Stats()
+		st.HasL1, st.L1Bytes, st.L1Evictions, st.L1Rejected = true, ls.CostBytes, ls.Evictions, ls.Rejected
+	}
+	if c.enc != nil {
+		es := c.enc.Stats()
+		st.HasEncryption, st.Encryptions, st.DecryptsByKey = true, es.Encryptions, es.DecryptsByKey
+	}
+	if c.rel != nil {
+		rs := c.ReliabilityStats()
+		st.HasGuard, st.Breaker, st.Refused, st.Shed, st.Degraded = true, int(rs.Breaker), rs.Refused, rs.Shed, rs.Degraded
+	}
+	if c.inv != nil {
+		is := c.InvalidationStats()
+		st.HasInvalidation, st.Tracking, st.InvalidationMode = true, is.Tracking, int(c.inv.Heard())
+		st.InvalidationLosses, st.PublishFailures, st.InvalidationRefusals = is.Losses, is.PublishFailures, is.Refusals
+	}
+	return st
+}
+
+// InvalidationStats is a snapshot of the invalidation counters.
+type InvalidationStats struct {
+	// Mode names what keeps L1 coherent now: "tracking" (every node
+	// tracked: every write of every writer is heard), "pubsub" (tracking
+	// refused: the writes Clients announce are heard), "lifetime"
+	// (tracking and the subscription refused: the copies' bounded
+	// lifetime alone), or "none" (copies not kept: starting, lost, or
+	// refused without a fallback).
+	Mode string
+	// Tracking reports whether Mode is "tracking".
+	Tracking bool
+	// Received counts invalidation messages; Applied the keys under the
+	// prefix they reported, dropped from L1.
+	Received, Applied uint64
+	// Flushes counts the times every copy had to go: FLUSHDB/FLUSHALL or
+	// an unreadable message, and each loss.
+	Flushes uint64
+	// Losses counts the times tracking or the subscription was lost (a
+	// change to "none" from another mode).
+	Losses uint64
+	// Refusals counts the times Redis refused tracking or the fallback's
+	// SUBSCRIBE: once per mechanism until it is up again (the retries
+	// every 30 s meanwhile are not counted).
+	Refusals uint64
+	// PublishFailures counts the announcements of this Client's writes
+	// that could not be published (the writes went through).
+	PublishFailures uint64
+}
+
+// InvalidationStats returns the invalidation counters; the zero value when
+// Options.Invalidation was nil, and only PublishFailures without L1.
+func (c *Client) InvalidationStats() InvalidationStats {
+	switch {
+	case c.inv == nil:
+		return InvalidationStats{}
+	case c.inv.Co == nil:
+		return InvalidationStats{Mode: coherence.ModeNone.String(), PublishFailures: c.l2.PublishFailures()}
+	}
+	st := c.inv.Co.Stats()
+	return InvalidationStats{Mode: st.Mode, Tracking: st.Tracking, Received: st.Received, Applied: st.Applied,
+		Flushes: st.Flushes, Losses: st.Losses, Refusals: st.Refusals, PublishFailures: st.PublishFailures}
 }

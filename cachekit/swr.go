@@ -7,38 +7,9 @@ import (
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/flight"
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
-	"github.com/cachekit-io/cachekit-go/cachekit/internal/swr"
 	"github.com/cachekit-io/cachekit-go/l1"
 	"github.com/cachekit-io/cachekit-go/l2"
 )
-
-// SWR configures stale-while-revalidate in GetOrLoad: an entry close to
-// its expiry is returned at once and reloaded in the background, so hot keys
-// do not all miss together when they expire. Entries are never served past
-// their TTL. A zero field takes its default.
-type SWR struct {
-	// Ratio: an entry is refreshed once its remaining TTL is at most
-	// Ratio × TTL × a jitter factor (TTL is the ttl GetOrLoad was called
-	// with). Must be within [0, 1). Default: 0.5.
-	Ratio float64
-
-	// Jitter spreads the refresh point of each check over
-	// [1-Jitter, 1+Jitter] × Ratio × TTL so a fleet does not refresh a hot
-	// key in lockstep. Must be within [0, 0.5]. Default: 0.1.
-	Jitter float64
-
-	// MaxRefreshes bounds the background refreshes running at once; a due
-	// entry found while all are busy is served and tried again on a later
-	// read. There is never more than one refresh per key. Default: 10.
-	MaxRefreshes int
-}
-
-func (w *SWR) validate() error {
-	if field, why := swr.Config(*w).Invalid(); field != "" {
-		return configErr("SWR." + field + " " + why)
-	}
-	return nil
-}
 
 // getSWR is GetOrLoad's read when SWR is on: it reads like Get, learns the
 // entry's expiry from L2 when it came from there, and starts a background
@@ -136,14 +107,6 @@ func refresh[T any](ctx context.Context, c *Client, key string, ttl time.Duratio
 		} // a server without PEXPIRETIME: the digest alone is compared
 	}
 	res, ttl, err := loadStep(ctx, c, load, ttl)
-	_, err = land(ctx, c, key, res, ttl, f, err)
+	_, err = landKey(ctx, c, key, res, ttl, f, err)
 	return err
-}
-
-// newSWR returns the SWR state for o with its defaults, nil when SWR is off.
-func newSWR(o *SWR) *swr.State {
-	if o == nil {
-		return nil
-	}
-	return swr.Config(*o).NewState()
 }

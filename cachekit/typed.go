@@ -3,69 +3,7 @@ package cachekit
 import (
 	"context"
 	"time"
-
-	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 )
-
-// Get returns the value stored under key decoded as a T.
-//
-//	user, err := cachekit.Get[User](ctx, client, "user:42")
-func Get[T any](ctx context.Context, c *Client, key string) (T, error) {
-	var v T
-	if _, err := c.get(ctx, observe.OpGet, key, &v, false); err != nil {
-		var zero T
-		return zero, err
-	}
-	return v, nil
-}
-
-// getInner is Get not observed on its own: a read inside another operation
-// (GetOrLoad's, MGetOrLoad's).
-func getInner[T any](ctx context.Context, c *Client, key string) (T, observe.Result, error) {
-	var v T
-	_, tier, size, err := c.getPayload(ctx, key, &v, false)
-	r := observe.Result{Tier: observe.TierNamed(string(tier)), Size: size}
-	if err != nil {
-		var zero T
-		return zero, r, err
-	}
-	return v, r, nil
-}
-
-// GetWithTTL returns the T stored under key and how long the entry has
-// left: on an L1 hit, what L1 holds it for (the TTL it was stored or
-// backfilled with, counted down); otherwise Redis's PTTL, read in the same
-// round trip as the value. 0 means the entry has no expiry (a key written
-// without one by another tool).
-func GetWithTTL[T any](ctx context.Context, c *Client, key string) (T, time.Duration, error) {
-	var v T
-	left, err := c.get(ctx, observe.OpGetWithTTL, key, &v, true)
-	if err != nil {
-		var zero T
-		return zero, 0, err
-	}
-	return v, left, nil
-}
-
-// MSet stores every value of items under its key for Options.DefaultTTL,
-// in one pipelined round trip to Redis; see Client.MSetWithTTL.
-func MSet[T any](ctx context.Context, c *Client, items map[string]T) error {
-	return c.MSet(ctx, boxed(items))
-}
-
-// MSetWithTTL is MSet with a TTL.
-func MSetWithTTL[T any](ctx context.Context, c *Client, items map[string]T, ttl time.Duration) error {
-	return c.MSetWithTTL(ctx, boxed(items), ttl)
-}
-
-// boxed is items as the map Client.MSet takes.
-func boxed[T any](items map[string]T) map[string]any {
-	m := make(map[string]any, len(items))
-	for k, v := range items {
-		m[k] = v
-	}
-	return m
-}
 
 // Typed is a view of a Client for values of one type T: the generic API
 // without repeating the type parameter at each call.

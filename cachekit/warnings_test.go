@@ -111,7 +111,7 @@ func TestWarningsCarryNoErrorText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkWarning(t, c, logs.String(), "GetOrLoad could not store", "other")
+		checkWarning(t, c, logs.String(), "a load could not store", "other")
 	})
 	t.Run("store-keyprovider", func(t *testing.T) {
 		t.Parallel()
@@ -124,7 +124,7 @@ func TestWarningsCarryNoErrorText(t *testing.T) {
 		if _, err := GetOrLoad(bg, c, leakKey, func(context.Context) (string, error) { return "v", nil }); err != nil {
 			t.Fatal(err)
 		}
-		checkWarning(t, c, logs.String(), "GetOrLoad could not store", "key_provider")
+		checkWarning(t, c, logs.String(), "a load could not store", "key_provider")
 	})
 }
 

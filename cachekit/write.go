@@ -81,16 +81,16 @@ func (c *Client) store(ctx context.Context, key string, stored []byte, ttl time.
 // accepted is what follows a write Redis accepted (in L1-only mode, the
 // write itself): L1 takes the sealed bytes if nothing wrote, deleted or
 // invalidated key since t (else it drops key), and SWR learns the new
-// expiry (and, for a GetOrLoad's loaded or refreshed value, starts
-// tracking the key). Set, MSet, SetIfAbsent/SetIfPresent, the lease fills
+// expiry (and, when track, for a GetOrLoad's loaded or refreshed value,
+// starts tracking the key). Set, MSet, SetIfAbsent/SetIfPresent, the lease fills
 // and SWR's refresh all end here.
-func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration, loaded bool) {
+func (c *Client) accepted(key string, t ticket, stored []byte, ttl time.Duration, track bool) {
 	if c.l1 != nil {
 		c.admit(key, t, stored, ttl, true)
 	}
 	switch {
 	case c.swr == nil:
-	case loaded:
+	case track:
 		c.swr.Record(key, c.now(), ttl, ttl)
 	default:
 		c.swr.Rewritten(key, c.now(), ttl)

@@ -1,5 +1,7 @@
-// Package ctxwait holds the one wait the module's layers share: a sleep
-// that a context cuts short. It imports nothing of the module.
+// Package ctxwait holds the waits the module's layers share: a sleep that
+// a context cuts short, a tick until one ends (Every), and a Repeater that
+// ticks in its own goroutine until it is stopped. It imports nothing of
+// the module.
 //
 // # Invariants
 //
@@ -9,4 +11,7 @@
 //     done and d ≤ 0, say), either may be reported.
 //   - Sleep stops its timer before it returns and starts no goroutine. It
 //     does not read ctx.Err(): a caller that needs the reason asks ctx.
+//   - A Repeater's function is never called after its Stop returned, nor
+//     after its background ctx ended and the call in progress returned;
+//     Stop is safe on nil and more than once.
 package ctxwait
