@@ -115,9 +115,6 @@ func (c *Client) land(ctx context.Context, key string, v any, ttl time.Duration,
 		c.stats.LeasesLost.Add(1) // a write came first: it stays
 		return landLost, at, nil
 	}
-	if f.kind == fillAbsent {
-		c.publish(ctx, "a load's store", key)
-	}
 	c.accepted(key, t, stored, ttl, track)
 	return landStored, at, nil
 }
@@ -259,15 +256,6 @@ func (c *Client) landBatch(ctx context.Context, items []batchItem, ttl time.Dura
 			out[i], ats[i] = landStored, sent
 			c.accepted(it.key, tickets[j], batch[j].Value, batch[j].TTL, false)
 		}
-	}
-	if kind == fillAbsent {
-		var keys []string
-		for j, i := range at {
-			if done[j] {
-				keys = append(keys, items[i].key)
-			}
-		}
-		c.publish(ctx, "MGetOrLoad's store", keys...)
 	}
 	return out, ats, nil
 }
