@@ -423,10 +423,13 @@ func clusterTarget(t *testing.T) target {
 // (b) that it was sent with the write: the same number of round trips
 // holding a write or a PUBLISH as the same write on a Store that does not
 // announce, and every PUBLISH in the batch that writes its key (a script
-// publishes inside itself: none on the wire). On a cluster client, the
-// writes sent as plain commands (Set, MSet, Delete, UnlinkMatching)
-// announce once the write answered, each PUBLISH on its key's master in a
-// later batch (see AnnounceWrites); the scripts as on one server.
+// publishes inside itself: none on the wire). It runs on one server (no
+// stream: a lone caller's sends are direct anyway) and on a 3-master
+// cluster with the per-master streams (AutoPipeline), the keys of a
+// multi-key write on two masters. On a cluster client the writes sent as
+// plain commands (Set, MSet, Delete, UnlinkMatching) announce once the
+// write answered, each PUBLISH on its key's master in a later batch (see
+// AnnounceWrites); the scripts as on one server.
 func TestEveryWriteAnnounces(t *testing.T) {
 	t.Run("standalone", func(t *testing.T) {
 		t.Parallel()
