@@ -251,7 +251,6 @@ func (c *Client) mset(ctx context.Context, items map[string]any, ttl time.Durati
 			r, err = c.writeFailed(ctx, "", err)
 			return r, err
 		}
-		c.publish(ctx, "MSet", keys...)
 	}
 	for i, k := range keys {
 		c.accepted(k, tickets[i], batch[i].Value, ttl, false)

@@ -90,7 +90,6 @@ func (c *Client) setCond(ctx context.Context, key string, value any, ttl time.Du
 		}
 		return false, observe.Result{Tier: observe.L2, Out: observe.NotStored}, nil
 	}
-	c.publish(ctx, "a conditional Set", key)
 	c.accepted(key, t, sealed, ttl, false)
 	return true, observe.Result{Tier: observe.L2, Size: len(sealed)}, nil
 }

@@ -274,9 +274,6 @@ func (c *Client) storeLoaded(ctx context.Context, key string, stored []byte, ttl
 		c.stats.LeasesLost.Add(1) // a write came first: it stays
 		return landLost, at, nil
 	}
-	if f.kind == fillAbsent {
-		c.publish(ctx, "a load's store", key)
-	}
 	c.accepted(key, t, stored, ttl, track)
 	return landStored, at, nil
 }
@@ -411,7 +408,6 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 	sent := time.Now()
 	done, errs, err := c.fillMany(ctx, batch, leases, cl.kind, size)
 	cl.renewer.Stop() // the fills answered
-	var published []string
 	for j, k := range at {
 		switch {
 		case errs[j] != nil:
@@ -433,11 +429,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 				res[k] = r
 			}
 			c.accepted(k, tickets[j], batch[j].Value, batch[j].TTL, false)
-			published = append(published, k)
 		}
-	}
-	if cl.kind == fillAbsent {
-		c.publish(ctx, "a batch load's store", published...)
 	}
 	return res, nil
 }

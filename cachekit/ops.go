@@ -111,7 +111,6 @@ func (c *Client) touch(ctx context.Context, key string, ttl time.Duration) error
 	if c.l1 != nil && !(t.ok && t.life == 0 && c.l1.Extend(key, ttl-c.now().Sub(t.at), t.ver)) {
 		c.dropL1(key)
 	}
-	c.publish(ctx, "Touch", key)
 	if c.swr != nil {
 		c.swr.Rewritten(key, c.now(), ttl)
 	}

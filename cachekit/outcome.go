@@ -17,12 +17,11 @@ import (
 
 // redis runs fn, the Redis call op that sends n bytes, under the
 // reliability stack (a write whose outcome is unknown is not resent), and
-// counts a failure in Stats.L2Errors: not a miss,
-// not a closed Client, not a failed announcement sent beside a write (the
-// write went through; see publishFailed). The cache operations' Redis calls
-// go through here, except MGet's (a key of another type is no failure; it
-// counts its own) and, each under the stack with nothing counted, the
-// separate announcements (publish) and interop mode's lock; the lease
+// counts a failure in Stats.L2Errors: not a miss, not a closed Client, not
+// a failed announcement of a write (the write went through; see
+// announceFailed). The cache operations' Redis calls go through here,
+// except MGet's (a key of another type is no failure; it counts its own)
+// and interop mode's lock (under the stack, nothing counted); the lease
 // renewals and releases run in their own bounds, and Raw's scans and swaps
 // unguarded, as tools.
 func (c *Client) redis(ctx context.Context, op string, n int, fn func(context.Context) error) error {
@@ -83,34 +82,6 @@ func (c *Client) writeFailed(ctx context.Context, key string, err error) (observ
 	return observe.Result{Tier: observe.L2}, err
 }
 
-// publish announces writes of keys on the invalidation channel (with
-// Options.Invalidation on), in its own guarded call: a retry must not send
-// the writes again. A failure is counted and warned about, never returned:
-// the values are stored.
-func (c *Client) publish(ctx context.Context, after string, keys ...string) {
-	if c.inv == nil || !c.inv.Announce || len(keys) == 0 {
-		return
-	}
-	full := make([]string, len(keys))
-	for i, k := range keys {
-		full[i] = c.fullKey(k)
-	}
-	c.publishFailed(after, keys, c.do(ctx, "publish", 0, func(ctx context.Context) error { return c.l2.Announce(ctx, full...) }))
-}
-
-// publishFailed warns about err (l2 counts it), the failed publish of an
-// operation's invalidation messages for keys; nil err is no failure.
-func (c *Client) publishFailed(after string, keys []string, err error) {
-	if err == nil {
-		return
-	}
-	key := ""
-	if len(keys) == 1 {
-		key = keys[0]
-	}
-	c.warn("invalidation not published after "+after, key, err)
-}
-
 // absorbed reports whether FailOpen absorbs err, a failed L2 call of
 // key's (degradable), and then counts it in ReliabilityStats.Degraded and
 // warns msg. Reads (readErr, MGet) and writes (writeFailed) decide here.
@@ -148,15 +119,12 @@ func (c *Client) openFailed(ctx context.Context, tier Tier, err error) {
 }
 
 // announceFailed warns about the failed announcement of a write l2 made
-// (op "set" or "del" of the Redis keys full): the write went through.
+// (op as l2 names it, of the Redis keys full): the write went through, and
+// l2 counted the failure.
 func (c *Client) announceFailed(op string, full []string, err error) {
-	keys := make([]string, len(full))
-	for i, k := range full {
-		keys[i] = strings.TrimPrefix(k, c.prefix)
+	key := ""
+	if len(full) == 1 {
+		key = strings.TrimPrefix(full[0], c.prefix)
 	}
-	after := "Set"
-	if op == "del" {
-		after = "Delete"
-	}
-	c.publishFailed(after, keys, err)
+	c.warn("invalidation not published after a write ("+op+")", key, err)
 }

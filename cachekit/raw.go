@@ -270,7 +270,6 @@ func (r Raw) DeleteMatching(ctx context.Context, pattern string) (int64, error) 
 		for _, k := range keys {
 			c.dropL1(k)
 		}
-		c.publish(ctx, "DeleteMatching", keys...)
 	})
 }
 
@@ -298,14 +297,11 @@ func (r Raw) Swap(ctx context.Context, items []RawSwap) (done []bool, errs []err
 		return make([]bool, len(items)), slices.Repeat([]error{err}, len(items))
 	}
 	done, errs = c.l2.SwapMany(ctx, c.prefix, items)
-	var swapped []string
 	for i, ok := range done {
 		if ok {
 			c.dropL1(items[i].Key)
-			swapped = append(swapped, items[i].Key)
 		}
 	}
-	c.publish(ctx, "Swap", swapped...)
 	return done, errs
 }
 

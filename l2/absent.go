@@ -12,17 +12,20 @@ import (
 // placeholder as a key, look at most 12 bytes of it (see placeholderAt and
 // newProbe) before they answer.
 
-// expireScript is PEXPIRE KEYS[1] ARGV[1], 0 (missing) for a placeholder.
+// expireScript is PEXPIRE KEYS[1] ARGV[1], 0 (missing) for a placeholder;
+// a key it expires it announces (publish: ARGV[2] and ARGV[3]).
 var expireScript = redis.NewScript(luaPlaceholders + `
 if placeholderAt(KEYS[1]) then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[1])`)
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) ~= 1 then return 0 end
+return publish()`)
 
 // setCondScript is SET KEYS[1] ARGV[1] PX ARGV[2] with NX (ARGV[3] "nx":
 // also over a placeholder) or XX (ARGV[3] "xx": not over a placeholder); 1
 // when stored. With ARGV[4] "again" (a resend of an NX whose first
 // attempt's outcome is unknown, of bytes no one else writes) a key that
 // holds exactly ARGV[1] answers 1 too: that attempt stored it (the length
-// is compared before the bytes).
+// is compared before the bytes; that attempt announced it). A key it
+// stores it announces (publish: ARGV[5] and ARGV[6]).
 var setCondScript = redis.NewScript(luaPlaceholders + `
 local absent = redis.call('EXISTS', KEYS[1]) == 0 or placeholderAt(KEYS[1])
 if (ARGV[3] == 'nx') ~= absent then
@@ -31,7 +34,7 @@ if (ARGV[3] == 'nx') ~= absent then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`)
+return publish()`)
 
 // probe queues, for key, the two reads that tell a placeholder from an
 // entry (STRLEN and the 12-byte head), so a read needs no script: over
@@ -122,39 +125,16 @@ func (s *Store) deleteCounted(ctx context.Context, keys []string, pub ...redis.C
 	return total, nil
 }
 
-// expireKey is PEXPIRE of key, false for a missing key or a placeholder.
-func (s *Store) expireKey(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	cmd, err := s.script(ctx, false, expireScript, key, pxMillis(ttl))
-	if err != nil {
-		return false, err
-	}
-	n, err := cmd.Int64()
-	return n == 1, err
-}
-
 // SetAbsentMany is SetCond with NX for several items, one script per item
 // in one pipeline (sent with EVAL, as FillMany): done[i] reports whether
 // item i was stored, errs[i] is its error.
 func (s *Store) SetAbsentMany(ctx context.Context, items []Item) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "mset", setCondScript, len(items), func(i int) (string, []any) {
-		return items[i].Key, []any{items[i].Value, pxMillis(items[i].TTL), "nx", ""}
+		k := items[i].Key
+		ch, msg := s.announceArgs(k)
+		return k, []any{items[i].Value, pxMillis(items[i].TTL), "nx", "", ch, msg}
 	})
-	return eachDone("mset", len(items), cmds, err)
-}
-
-// setCondKey is SET NX (ifExists false) or XX with placeholders counted as
-// missing; again as SetCond's.
-func (s *Store) setCondKey(ctx context.Context, key string, val []byte, ttl time.Duration, ifExists, again bool) (bool, error) {
-	cond := "nx"
-	if ifExists {
-		cond = "xx"
-	}
-	cmd, err := s.script(ctx, s.large(len(val)), setCondScript, key, val, pxMillis(ttl), cond, againArg(again))
-	if err != nil {
-		return false, err
-	}
-	n, err := cmd.Int64()
-	return n == 1, err
+	return s.eachDone("mset", len(items), cmds, err, func(i int) string { return items[i].Key })
 }
 
 // againArg is the scripts' argument that turns their own-bytes check on

@@ -418,6 +418,17 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 		cmds[i] = setCmd(ctx, it.Key, it.Value, it.TTL)
 		sent[i] = cmds[i]
 	}
+	ann := s.announcing()
+	var written []string
+	var pubs []redis.Cmder
+	if ann && s.cluster == nil {
+		written = make([]string, len(items))
+		for i := range items {
+			written[i] = items[i].Key
+		}
+		pubs = s.publishes(ctx, written)
+		sent = append(sent, pubs...)
+	}
 	sent = s.once(sent, false)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range sent {
@@ -425,10 +436,26 @@ func (s *Store) MSet(ctx context.Context, items []Item) error {
 		}
 		return nil
 	})
+	var failed error
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return fail("mset", err)
+			failed = fail("mset", err)
+			break
 		}
 	}
-	return nil
+	switch {
+	case !ann:
+	case s.cluster != nil:
+		// Every item stored, also when another failed: peers' copies of
+		// each must go.
+		for i, c := range cmds {
+			if c.Err() == nil {
+				written = append(written, items[i].Key)
+			}
+		}
+		s.announceAfter(ctx, "mset", written)
+	case failed == nil:
+		s.published("mset", written, pubs)
+	}
+	return failed
 }

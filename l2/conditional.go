@@ -18,11 +18,12 @@ func (s *Store) SetCond(ctx context.Context, key string, val []byte, ttl time.Du
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	ok, err := s.setCondKey(ctx, key, val, ttl, ifExists, again)
-	if err != nil {
-		return false, fail("set", err)
+	cond := "nx"
+	if ifExists {
+		cond = "xx"
 	}
-	return ok, nil
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "set", s.large(len(val)), setCondScript, key, val, pxMillis(ttl), cond, againArg(again), ch, msg)
 }
 
 // Expire sets key's time to live to ttl (PEXPIRE) and reports whether the
@@ -35,9 +36,6 @@ func (s *Store) Expire(ctx context.Context, key string, ttl time.Duration) (bool
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	ok, err := s.expireKey(ctx, key, ttl)
-	if err != nil {
-		return false, fail("expire", err)
-	}
-	return ok, nil
+	ch, msg := s.announceArgs(key)
+	return s.runDone(ctx, "expire", false, expireScript, key, pxMillis(ttl), ch, msg)
 }

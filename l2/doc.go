@@ -16,8 +16,7 @@
 // # Round trips
 //
 // Get and Set are one command each (GetUpTo a GETRANGE of at most
-// LongRead bytes, and for a longer value STRLEN, then GetLongUpTo; on a Store that
-// announces writes, Set pipelines its PUBLISH); Delete, Exists and TTL
+// LongRead bytes, and for a longer value STRLEN, then GetLongUpTo); Delete, Exists and TTL
 // pipeline a placeholder probe (a lease, a negative entry: STRLEN and
 // GETRANGE 0 11) beside their command. GetWithTTL pipelines GET and
 // PTTL. MGet pipelines an MGET and an EXISTS of the keys on a
@@ -29,7 +28,9 @@
 // another Redis type, which MGET reads as missing), a second round trip asks
 // the TYPE of the keys read as missing. MSet pipelines SET PX per item.
 // TryLock pipelines SET NX PX and a GET; Unlock is a compare-and-delete Lua
-// script. On the auto-pipelined stream (AutoPipeline) the commands of one
+// script. A Store that announces writes (AnnounceWrites) adds no round
+// trip on a standalone server: the PUBLISHes ride in the write's pipeline
+// or script. On the auto-pipelined stream (AutoPipeline) the commands of one
 // single-key call are submitted in order but may run in consecutive batches,
 // with other connections' commands between them; sent directly, they are one
 // pipeline.
@@ -50,8 +51,8 @@
 // # Announcements and the fallback
 //
 // A Store made to AnnounceWrites publishes "ck1 <source> <key>" on a
-// channel with every write; Subscribe hears the other Stores'
-// announcements. The state machine that picks between them (tracking
+// channel with every write that changes a value; Subscribe hears the other
+// Stores' announcements. The state machine that picks between them (tracking
 // while Redis allows it, else a subscription to the announcements, else
 // nothing but the copies' bounded lifetime) is the client's, above this
 // package (cachekit/internal/coherence).

@@ -91,7 +91,7 @@ end
 return {0, redis.call('PTTL', KEYS[1]), v}`)
 
 // fillScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds the
-// lease ARGV[1], then publishes ARGV[6] on channel ARGV[5] (if not empty).
+// lease ARGV[1], then announces it (publish: ARGV[5] and ARGV[6]).
 // With ARGV[4] "again" a key that holds ARGV[2] already is stored too: a
 // resend whose first attempt stored it (Fill's again).
 var fillScript = redis.NewScript(luaPlaceholders + `
@@ -101,8 +101,7 @@ if v ~= ARGV[1] then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-publish()
-return 1`)
+return publish()`)
 
 // renewScript extends the lease ARGV[1] to ARGV[2] ms while it holds.
 var renewScript = redis.NewScript(`
@@ -111,7 +110,7 @@ return redis.call('PEXPIRE', KEYS[1], ARGV[2])`)
 
 // casScript stores ARGV[2] for ARGV[3] ms only while KEYS[1] holds bytes
 // whose digest is ARGV[1] and, when ARGV[4] is not empty, whose absolute
-// expiry (PEXPIRETIME, ms) is ARGV[4]; then it publishes as fillScript
+// expiry (PEXPIRETIME, ms) is ARGV[4]; then it announces as fillScript
 // does. With ARGV[5] "again" a key that holds ARGV[2] already is stored
 // too (a resend whose first attempt stored it). A server without
 // PEXPIRETIME (before Redis 7) compares the digest alone.
@@ -124,8 +123,7 @@ if ARGV[4] ~= '' then
   if type(at) == 'number' and at ~= tonumber(ARGV[4]) then return 0 end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-publish()
-return 1`)
+return publish()`)
 
 // LeaseState is what Acquire found.
 type LeaseState int
@@ -209,9 +207,8 @@ func intAt(reply []any, i int) (int64, bool) {
 }
 
 // Fill stores val under key for ttl only while key still holds lease, and
-// reports whether it did; when the Store announces writes (AnnounceWrites),
-// the same script announces key after storing it. A key written, deleted,
-// expired or evicted since the lease was planted keeps what it has.
+// reports whether it did. A key written, deleted, expired or evicted since
+// the lease was planted keeps what it has.
 //
 // again says the call resends one whose outcome is unknown (its reply
 // lost) and that val's bytes are the caller's alone (sealed under a fresh
@@ -237,7 +234,7 @@ func (s *Store) FillMany(ctx context.Context, items []Item, leases []string) (do
 		ch, msg := s.announceArgs(k)
 		return k, []any{leases[i], items[i].Value, pxMillis(items[i].TTL), "", ch, msg}
 	})
-	return eachDone("mset", len(items), cmds, err)
+	return s.eachDone("mset", len(items), cmds, err, func(i int) string { return items[i].Key })
 }
 
 // AcquireMany is Acquire for several keys, one script per key in one
@@ -294,7 +291,7 @@ func (s *Store) RenewMany(ctx context.Context, keys, leases []string, ttl time.D
 	cmds, err := s.evalEach(ctx, "lease", renewScript, len(keys), func(i int) (string, []any) {
 		return keys[i], []any{leases[i], pxMillis(ttl)}
 	})
-	return eachDone("lease", len(keys), cmds, err)
+	return s.eachDone("lease", len(keys), cmds, err, func(i int) string { return keys[i] })
 }
 
 // Release deletes key while it still holds lease (a load that failed gives
@@ -307,11 +304,24 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 	ok, err := s.Unlock(ctx, key, lease)
 	var be *BackendError
 	if err != nil && errors.As(err, &be) && redis.HasErrorPrefix(be.Err, "OOM") {
+		keys := []string{key}
+		ann := s.announcing()
+		var pubs []redis.Cmder
+		if ann && s.cluster == nil {
+			pubs = s.publishes(ctx, keys)
+		}
 		del := redis.NewIntCmd(ctx, "del", key)
-		if err := s.send(ctx, false, del); err != nil {
+		if err := s.send(ctx, false, append([]redis.Cmder{del}, pubs...)...); err != nil {
 			return false, fail("unlock", err)
 		}
 		n, derr := del.Result()
+		switch {
+		case !ann || derr != nil:
+		case s.cluster != nil:
+			s.announceAfter(ctx, "unlock", keys)
+		default:
+			s.published("unlock", keys, pubs)
+		}
 		return n > 0, fail("unlock", derr)
 	}
 	return ok, err
@@ -322,7 +332,7 @@ func (s *Store) Release(ctx context.Context, key, lease string) (bool, error) {
 // expiry is expireAt (Unix ms, as ExpireTime reads it): a refresh of the
 // entry the caller read, which any write since then makes a no-op, even
 // one of the same bytes (a write sets a new expiry). It reports whether it
-// stored, and announces key as Fill does; again is Fill's.
+// stored; again is Fill's.
 func (s *Store) SetIfDigest(ctx context.Context, key, digest string, expireAt int64, val []byte, ttl time.Duration, again bool) (bool, error) {
 	if ttl <= 0 {
 		return false, ErrInvalidTTL

@@ -68,8 +68,7 @@ func placeholderLen(head string) int { return kinds[head] }
 
 // luaPlaceholders defines the Lua helpers every placeholder-aware script
 // starts with: isLease(v) for a value read with GET; placeholderAt(k) for a
-// key, reading at most 12 bytes of it; publish() of the announcement
-// arguments.
+// key, reading at most 12 bytes of it; and luaPublish's publish().
 var luaPlaceholders = func() string {
 	heads := make([]string, 0, len(kinds))
 	for h := range kinds {
@@ -92,9 +91,22 @@ local function placeholderAt(k)
   if not lens[n] then return false end
   return kinds[redis.call('GETRANGE', k, 0, ` + strconv.Itoa(placeholderHead-1) + `)] == n
 end
-local function publish() if ARGV[#ARGV-1] ~= '' then redis.pcall('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV]) end end
-`
+` + luaPublish
 }()
+
+// luaPublish defines publish(), which a script that wrote its key calls
+// last: it publishes the announcement arguments (the script's last two,
+// announceArgs' channel and message; an empty channel publishes nothing)
+// and returns the script's reply for "stored": 1, or {1, the error} when
+// Redis refused the PUBLISH (redis.pcall: the write stays; stored reads
+// the reply).
+const luaPublish = `local function publish()
+  if ARGV[#ARGV-1] == '' then return 1 end
+  local r = redis.pcall('PUBLISH', ARGV[#ARGV-1], ARGV[#ARGV])
+  if type(r) == 'table' and r.err then return {1, r.err} end
+  return 1
+end
+`
 
 // luaQuote writes s as a Lua string literal with every byte escaped.
 func luaQuote(s string) string {

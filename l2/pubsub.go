@@ -59,19 +59,29 @@ const invalidationMagic = "ck1 "
 // encoded in announcements).
 const sourceBytes = 8
 
-// AnnounceWrites makes the Store announce every key it writes on channel
-// (pausing for 30 s after Redis refuses a PUBLISH),
-// for the Clients that listen there (Subscribe: those whose Redis refuses
-// tracking): Set, Delete, Fill,
-// FillMany and SetIfDigest publish "ck1 <source> <key>" (source is random
-// per Store; the key is the Redis key, already stored in that Redis in the
-// clear; values never travel) in the same round trip or script where they
-// can. MSet, the conditional sets, the TTL changes, SwapMany and Unlink do
-// not: their callers announce what they wrote with Announce, if they must.
-// A Set or Delete whose write went through but whose announcement failed
-// returns nil (its outcome is the write's); failed, if not nil, hears such
-// a failure (op "set" or "del", the keys, the error), and
-// PublishFailures counts it. Call it before the Store is used.
+// AnnounceWrites makes the Store announce on channel every key whose value
+// it changes, for the Clients that listen there (Subscribe: those whose
+// Redis refuses tracking): it publishes "ck1 <source> <key>" (source is
+// random per Store; the key is the Redis key, already stored in that Redis
+// in the clear; values never travel) with the write itself:
+//   - SetCond, SetAbsentMany, Expire, Fill, FillMany, SetIfDigest and
+//     SwapMany publish from inside their script, after the write, for the
+//     keys they wrote;
+//   - Set, MSet, Delete, UnlinkMatching and Release's DEL over maxmemory
+//     send a PUBLISH per key after their commands, in the same pipeline or
+//     stream send, for every key they name (one Delete found missing
+//     included). On a cluster client those PUBLISHes go once the write
+//     answered, each to its key's master: one sent beside the write could
+//     be heard before the write is applied (a write a master redirects,
+//     MOVED or ASK, is sent again after it).
+//
+// The leases, locks and the marker (Acquire, AcquireMany, Renew,
+// RenewMany, Release's compare-and-delete, TryLock, Unlock, Marker) are
+// not announced: no Client caches them. A write whose announcement failed returns the
+// write's own outcome; failed, if not nil, hears the failure (op as the
+// write's *BackendError names it, the keys, the error) and
+// PublishFailures counts it. After Redis refuses a PUBLISH the Store
+// announces nothing for 30 s. Call it before the Store is used.
 func (s *Store) AnnounceWrites(channel string, failed func(op string, keys []string, err error)) {
 	var id [sourceBytes]byte
 	_, _ = rand.Read(id[:])
@@ -121,8 +131,9 @@ func (s *Store) announcement(key string) []byte {
 }
 
 // Announce publishes the announcement of each key (one pipelined round
-// trip for several; on a cluster each to its key's master, side by side);
-// it does nothing when the Store does not announce.
+// trip for several; on a cluster each to its key's master, side by side),
+// for a key written other than through the Store; it does nothing when the
+// Store does not announce.
 func (s *Store) Announce(ctx context.Context, keys ...string) error {
 	if !s.announcing() {
 		return nil
@@ -146,9 +157,9 @@ func (s *Store) counted(err error) error {
 	return err
 }
 
-// PublishFailures counts the attempts to publish announcements that failed
-// (sent beside a write, by Announce; not those a script sends, whose
-// failure the script ignores): the writes themselves went through.
+// PublishFailures counts the announcements that failed: those of one
+// write together (sent beside it, or refused inside its script), and each
+// Announce. The writes themselves went through.
 func (s *Store) PublishFailures() uint64 { return s.pubFails.Load() }
 
 // setPublish is Set announcing key: on a standalone or failover client
@@ -158,7 +169,6 @@ func (s *Store) PublishFailures() uint64 { return s.pubFails.Load() }
 // published); a failed PUBLISH after a SET that succeeded is the Store's
 // to report (announceFailed): Set returns nil.
 func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string, large bool) error {
-	pub := redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(key))
 	if s.cluster != nil {
 		if err := s.send(ctx, large, set); err != nil {
 			return fail("set", err)
@@ -166,12 +176,10 @@ func (s *Store) setPublish(ctx context.Context, set *redis.StatusCmd, key string
 		if err := set.Err(); err != nil {
 			return fail("set", err)
 		}
-		err := s.send(ctx, false, pub)
-		if err == nil {
-			err = pub.Err()
-		}
-		return s.announceFailed("set", []string{key}, err)
+		s.announceAfter(ctx, "set", []string{key})
+		return nil
 	}
+	pub := redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(key))
 	if err := s.send(ctx, large, set, pub); err != nil {
 		return fail("set", err)
 	}
@@ -190,25 +198,48 @@ func (s *Store) deletePublish(ctx context.Context, keys []string) (int64, error)
 		if err != nil {
 			return n, fail("del", err)
 		}
-		if err := s.Announce(ctx, keys...); err != nil { // counted there
-			if s.pubFailed != nil {
-				s.pubFailed("del", keys, err)
-			}
-		}
+		s.announceAfter(ctx, "del", keys)
 		return n, nil
 	}
-	pubs := make([]redis.Cmder, len(keys))
-	for i, k := range keys {
-		pubs[i] = redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(k))
-	}
+	pubs := s.publishes(ctx, keys)
 	n, err := s.deleteCounted(ctx, keys, pubs...)
 	if err != nil {
 		return n, fail("del", err)
 	}
+	s.published("del", keys, pubs)
+	return n, nil
+}
+
+// publishes returns the PUBLISH of each key's announcement, for a
+// pipeline that writes keys to carry after its writes.
+func (s *Store) publishes(ctx context.Context, keys []string) []redis.Cmder {
+	pubs := make([]redis.Cmder, len(keys))
+	for i, k := range keys {
+		pubs[i] = redis.NewIntCmd(ctx, "publish", s.channel, s.announcement(k))
+	}
+	return pubs
+}
+
+// published reports the first failed command of pubs, the announcements
+// of op's write of keys, to announceFailed (once for all of keys).
+func (s *Store) published(op string, keys []string, pubs []redis.Cmder) {
 	for _, c := range pubs {
 		if err := c.Err(); err != nil {
-			return n, s.announceFailed("del", keys, err)
+			_ = s.announceFailed(op, keys, err)
+			return
 		}
 	}
-	return n, nil
+}
+
+// announceAfter is, on a cluster client, the announcement of keys that op
+// wrote, sent once the write answered (see AnnounceWrites): each PUBLISH
+// to its key's master. A failure goes to the Store's handler (Announce
+// counts it).
+func (s *Store) announceAfter(ctx context.Context, op string, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	if err := s.Announce(ctx, keys...); err != nil && s.pubFailed != nil {
+		s.pubFailed(op, keys, err)
+	}
 }

@@ -33,6 +33,7 @@ func (r refusal) Is(target error) bool { return target == ErrRefused }
 //	ERR Unknown subcommand or wrong number of arguments for 'TRACKING' (Redis 5)
 //	ERR unknown command 'client', with args beginning with: ... (renamed away)
 //	ERR command 'client|tracking' is not allowed
+//	ERR The user executing the script can't publish to the channel ... (in a script)
 //
 // Authentication failures (NOAUTH, WRONGPASS), LOADING, READONLY and every
 // network error are not refusals: they say nothing about the command.
@@ -49,7 +50,7 @@ func refusedReply(err error) bool {
 		return false
 	}
 	return strings.Contains(msg, "unknown subcommand") || strings.Contains(msg, "unknown command") ||
-		strings.Contains(msg, "not allowed")
+		strings.Contains(msg, "not allowed") || strings.HasPrefix(msg, "err the user executing the script can't")
 }
 
 // classify marks err as a refusal when it is one (see refusedReply).

@@ -196,7 +196,8 @@ func (s *Store) readRaw(ctx context.Context, keys []string) (vals [][]byte, ttls
 
 // unlink removes keys with one UNLINK per key in one pipeline (Redis frees
 // the values in the background; single-key commands work against one node
-// of a cluster) and returns how many existed.
+// of a cluster), announces each key (AnnounceWrites), and returns how many
+// existed.
 func (s *Store) unlink(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err
@@ -204,14 +205,37 @@ func (s *Store) unlink(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.settle(ctx, keys...); err != nil {
 		return 0, fail("del", err)
 	}
+	ann := s.announcing()
+	var pubs []redis.Cmder
+	if ann && s.cluster == nil {
+		pubs = s.publishes(ctx, keys)
+	}
 	cmds := make([]*redis.IntCmd, len(keys))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			cmds[i] = p.Unlink(ctx, k)
 		}
+		for _, c := range pubs {
+			_ = p.Process(ctx, c)
+		}
 		return nil
 	})
-	return sumDeleted(cmds)
+	n, err := sumDeleted(cmds)
+	switch {
+	case !ann:
+	case s.cluster != nil:
+		// Every key unlinked, also when another failed.
+		var gone []string
+		for i, c := range cmds {
+			if c.Err() == nil {
+				gone = append(gone, keys[i])
+			}
+		}
+		s.announceAfter(ctx, "del", gone)
+	case err == nil:
+		s.published("del", keys, pubs)
+	}
+	return n, err
 }
 
 // globEscape escapes the characters SCAN MATCH treats as pattern syntax,

@@ -44,29 +44,41 @@ func (s *Store) evalEach(ctx context.Context, op string, script *redis.Script, n
 	return cmds, nil
 }
 
-// eachDone reads evalEach's commands as "1 means done": done[i] and
+// eachDone reads evalEach's commands as stored reads them: done[i] and
 // errs[i] per item; a refusal before any command (cmds nil, err) is every
-// item's error.
-func eachDone(op string, n int, cmds []*redis.Cmd, err error) (done []bool, errs []error) {
+// item's error. The items stored whose PUBLISH Redis refused (keyOf names
+// their keys) go to announceFailed together, as one failure of op.
+func (s *Store) eachDone(op string, n int, cmds []*redis.Cmd, err error, keyOf func(i int) string) (done []bool, errs []error) {
 	done, errs = make([]bool, n), make([]error, n)
+	var unheard []string
+	var why error
 	for i := range errs {
 		if cmds == nil {
 			errs[i] = err
 			continue
 		}
-		v, cerr := cmds[i].Int64()
+		ok, perr, cerr := storedReply(cmds[i])
 		if cerr != nil {
 			errs[i] = fail(op, cerr)
 			continue
 		}
-		done[i] = v == 1
+		if perr != nil {
+			unheard = append(unheard, keyOf(i))
+			if why == nil {
+				why = perr
+			}
+		}
+		done[i] = ok
+	}
+	if unheard != nil {
+		_ = s.announceFailed(op, unheard, why)
 	}
 	return done, errs
 }
 
 // runDone runs a one-key script (EVALSHA, then EVAL if the server lacks
-// it; large: off the stream) that replies 1 when it did its work, and
-// reports whether it did.
+// it; large: off the stream) that replies as stored reads it, and reports
+// whether it did its work.
 func (s *Store) runDone(ctx context.Context, op string, large bool, script *redis.Script, key string, args ...any) (bool, error) {
 	if err := s.check(op); err != nil {
 		return false, err
@@ -75,9 +87,51 @@ func (s *Store) runDone(ctx context.Context, op string, large bool, script *redi
 	if err != nil {
 		return false, fail(op, err)
 	}
-	n, err := cmd.Int64()
+	return s.stored(op, key, cmd)
+}
+
+// stored reads the reply of a script that wrote key and announced it
+// (publish): whether it did its work; a refused PUBLISH goes to
+// announceFailed (the write's outcome is the write's). A reply error is
+// returned as op's.
+func (s *Store) stored(op, key string, cmd *redis.Cmd) (bool, error) {
+	ok, perr, err := storedReply(cmd)
 	if err != nil {
 		return false, fail(op, err)
 	}
-	return n == 1, nil
+	if perr != nil {
+		_ = s.announceFailed(op, []string{key}, perr)
+	}
+	return ok, nil
 }
+
+// storedReply reads a script's "did its work" reply: 1 yes, any other
+// number no, {1, error} yes with its PUBLISH refused (pub). err is the
+// reply's own error, or errUnexpectedReply for another shape.
+func storedReply(cmd *redis.Cmd) (ok bool, pub, err error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return false, nil, err
+	}
+	switch r := v.(type) {
+	case int64:
+		return r == 1, nil, nil
+	case []any:
+		if len(r) == 2 && r[0] == int64(1) {
+			if msg, isText := r[1].(string); isText {
+				return true, scriptError(msg), nil
+			}
+		}
+	}
+	return false, nil, errUnexpectedReply
+}
+
+// scriptError is an error reply a script caught (redis.pcall) and handed
+// back as text: a redis.Error, so that refusedReply reads it as it reads
+// the same reply to a command.
+type scriptError string
+
+func (e scriptError) Error() string { return string(e) }
+
+// RedisError marks scriptError as a Redis reply (redis.Error).
+func (scriptError) RedisError() {}

@@ -308,8 +308,7 @@ func (s *Store) getTTL(ctx context.Context, key string, get *redis.StringCmd, la
 
 // Set stores val under key with SET PX. ttl must be positive (else
 // ErrInvalidTTL, and nothing is sent); it is truncated to whole
-// milliseconds, and a ttl under 1ms becomes 1ms. A Store that announces
-// writes (AnnounceWrites) announces key with it.
+// milliseconds, and a ttl under 1ms becomes 1ms.
 func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
 	if err := s.check("set"); err != nil {
 		return err
@@ -330,8 +329,7 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 // Delete removes keys and returns how many held an entry (a placeholder is
 // removed, which voids a lease, but not counted): each key's probe and
 // DEL, single-key commands sent together (a cluster client
-// routes each to its node in the same round trip). A Store that
-// announces writes announces keys with it.
+// routes each to its node in the same round trip).
 func (s *Store) Delete(ctx context.Context, keys ...string) (int64, error) {
 	if err := s.check("del"); err != nil {
 		return 0, err

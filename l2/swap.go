@@ -7,13 +7,14 @@ import (
 )
 
 // swapScript replaces KEYS[1]'s value with ARGV[2], keeping its TTL, only
-// while it still holds the string ARGV[1]: 1 when it did, 0 otherwise
-// (also for a key that now holds another Redis type).
-var swapScript = redis.NewScript(`
+// while it still holds the string ARGV[1], and then announces it (publish:
+// ARGV[3] and ARGV[4]): 1 when it did, 0 otherwise (also for a key that now
+// holds another Redis type).
+var swapScript = redis.NewScript(luaPublish + `
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' and v == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-  return 1
+  return publish()
 end
 return 0`)
 
@@ -33,7 +34,9 @@ type Swap struct {
 // Old.
 func (s *Store) SwapMany(ctx context.Context, prefix string, items []Swap) (done []bool, errs []error) {
 	cmds, err := s.evalEach(ctx, "swap", swapScript, len(items), func(i int) (string, []any) {
-		return prefix + items[i].Key, []any{items[i].Old, items[i].New}
+		k := prefix + items[i].Key
+		ch, msg := s.announceArgs(k)
+		return k, []any{items[i].Old, items[i].New, ch, msg}
 	})
-	return eachDone("swap", len(items), cmds, err)
+	return s.eachDone("swap", len(items), cmds, err, func(i int) string { return prefix + items[i].Key })
 }
