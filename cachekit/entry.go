@@ -45,6 +45,15 @@ func isNegativeEntry(stored []byte) bool { return l2.IsNegative(stored) }
 // as what it is (readNegative).
 var errNegativeEntry = errors.New("cachekit: a negative entry, not a value's")
 
+// sealEntry seals an entry of key of either kind, in a fresh slice: a
+// negative entry living ttl when negative, else value's entry (sealValue).
+func (c *Client) sealEntry(ctx context.Context, key string, value any, negative bool, ttl time.Duration) ([]byte, error) {
+	if negative {
+		return c.sealNegative(ctx, key, ttl)
+	}
+	return c.sealValue(ctx, key, value)
+}
+
 // sealValue checks key, encodes value and seals it into a fresh slice.
 func (c *Client) sealValue(ctx context.Context, key string, value any) ([]byte, error) {
 	if err := c.checkKey(key); err != nil {

@@ -87,8 +87,10 @@ func loadMany[V any](ctx context.Context, c *Client, keys []string, loader func(
 
 // fromFlight reads a flight's value as a loaded[T]; ok is false when
 // another caller loaded the key as another type (its at and gone are
-// still read).
-func fromFlight[T any](val any) (res loaded[T], ok bool) {
+// still read). The flight's value is the load wing's one any: one flight
+// serves the callers of one key, who may ask for different types.
+func fromFlight[T any](val any) (res loaded[T], ok bool) { // val: the flight's value
+
 	if res, ok = val.(loaded[T]); ok {
 		return res, true
 	}
@@ -219,7 +221,7 @@ func landKey[V any](ctx context.Context, c *Client, key string, res loaded[V], t
 	ttl, err := normalizeTTL(ttl)
 	var stored []byte
 	if err == nil {
-		stored, err = sealLoaded(ctx, c, key, res, ttl)
+		stored, err = c.sealEntry(ctx, key, res.v, res.gone != nil, ttl)
 	}
 	var out landing
 	var at time.Time
@@ -276,15 +278,6 @@ func (c *Client) storeLoaded(ctx context.Context, key string, stored []byte, ttl
 	}
 	c.accepted(key, t, stored, ttl, track)
 	return landStored, at, nil
-}
-
-// sealLoaded seals res, loaded for key: a value as Set seals it, gone as
-// a negative entry living ttl.
-func sealLoaded[V any](ctx context.Context, c *Client, key string, res loaded[V], ttl time.Duration) ([]byte, error) {
-	if res.gone != nil {
-		return c.sealNegative(ctx, key, ttl)
-	}
-	return c.sealValue(ctx, key, res.v)
 }
 
 // loadStoreFailed is what a load returns for err, land's failure to seal
@@ -381,7 +374,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 			itemTTL = c.negTTL
 		}
 		if err == nil {
-			stored, err = sealLoaded(ctx, c, k, res[k], itemTTL)
+			stored, err = c.sealEntry(ctx, k, res[k].v, res[k].gone != nil, itemTTL)
 		}
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
