@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/cachekit-io/cachekit-go/cachekit/internal/guard"
-	"github.com/cachekit-io/cachekit-go/cachekit/internal/observe"
 	"github.com/cachekit-io/cachekit-go/encryption"
 	"github.com/cachekit-io/cachekit-go/l2"
 	"github.com/cachekit-io/cachekit-go/protocol"
@@ -150,12 +149,12 @@ func (e *EntryError) Error() string {
 	return "cachekit: " + string(e.Tier) + " entry " + e.KeyDigest + ": " + e.Err.Error()
 }
 
-// Unwrap returns the cause.
-func (e *EntryError) Unwrap() error { return e.Err }
-
 // Is makes errors.Is(err, ErrNotFound) hold for an entry that could not be
 // opened.
 func (e *EntryError) Is(target error) bool { return e.Unopenable && target == ErrNotFound }
+
+// Unwrap returns the cause.
+func (e *EntryError) Unwrap() error { return e.Err }
 
 func configErr(msg string) error { return &configError{msg: msg} }
 
@@ -240,64 +239,6 @@ func (e *NameKeyMismatchError) Error() string {
 
 // Is makes the error match ErrConfig.
 func (e *NameKeyMismatchError) Is(target error) bool { return target == ErrConfig }
-
-// NegativeHitError is what a read returns for a key whose cached entry is
-// a negative entry (a "not found" a loader returned and GetOrLoad cached,
-// Options.NegativeTTL) that authenticates under this Client's keys, key
-// and tenant and whose sealed not-after has not passed: the key is absent,
-// and the cache said so without a load. errors.Is(err, ErrNotFound)
-// holds. Get, GetWithTTL, GetBytes, AppendValue and Raw.AppendPayload
-// return it; MGet leaves the key out; GetOrLoad and GetOrLoadTTL return it
-// without loading when this Client caches negatives (otherwise they load,
-// and replace the negative entry). A loader's own "not found" reaches
-// GetOrLoad's callers as the loader returned it, and FailOpen's *MissError
-// is a miss that loads: neither is a NegativeHitError.
-type NegativeHitError struct {
-	// Tier is the tier that held the negative entry.
-	Tier Tier
-}
-
-// Error implements error.
-func (e *NegativeHitError) Error() string {
-	return "cachekit: not found (a cached not-found, " + string(e.Tier) + ")"
-}
-
-// Is makes errors.Is(err, ErrNotFound) hold.
-func (e *NegativeHitError) Is(target error) bool { return target == ErrNotFound }
-
-// isNegativeHit reports whether err is a NegativeHitError (nil costs
-// nothing: errors.As would allocate its target).
-func isNegativeHit(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ne *NegativeHitError
-	return errors.As(err, &ne)
-}
-
-// errClasses tells the observer, and the warnings, what the Client's own
-// errors mean: the observer classes every other error itself.
-var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError, Unopened: isUnopenable,
-	Negative:       isNegativeHit,
-	OutcomeUnknown: ErrOutcomeUnknown,
-	Invalid:        []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
-
-// isMissError reports a read FailOpen turned into a miss (*MissError).
-func isMissError(err error) bool {
-	var me *MissError
-	return errors.As(err, &me)
-}
-
-// isUnopenable reports a read that met an entry it could not open: a miss
-// to the caller (an Unopenable *EntryError matches ErrNotFound), a failure
-// of its class (auth_failed, format) to metrics and spans.
-func isUnopenable(err error) bool {
-	var ee *EntryError
-	return errors.As(err, &ee) && ee.Unopenable
-}
-
-// isNotFound reports whether err matches ErrNotFound.
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // errEmptyKey is what every call given the key "" returns, before any I/O.
 var errEmptyKey = &protocol.FormatError{Op: "cache-key", Reason: "empty key", Err: protocol.ErrInvalidKey}

@@ -85,24 +85,6 @@ func loadMany[V any](ctx context.Context, c *Client, keys []string, loader func(
 	return res, ttl, nil
 }
 
-// fromFlight reads a flight's value as a loaded[T]; ok is false when
-// another caller loaded the key as another type (its at and gone are
-// still read). The flight's value is the load wing's one any: one flight
-// serves the callers of one key, who may ask for different types.
-func fromFlight[T any](val any) (res loaded[T], ok bool) { // val: the flight's value
-
-	if res, ok = val.(loaded[T]); ok {
-		return res, true
-	}
-	if o, isLoad := val.(interface{ outcome() (time.Time, error) }); isLoad {
-		res.at, res.gone = o.outcome()
-	}
-	return res, false
-}
-
-// outcome is what a caller of another type reads of r (fromFlight).
-func (r loaded[V]) outcome() (time.Time, error) { return r.at, r.gone }
-
 // runLoader runs load (flight.Load: OverrideTTL can reach its ctx, its
 // error is marked as the loader's) in the loader's span, counted in
 // Stats.Loads and, when it fails, Stats.LoadErrors, and returns its value
@@ -491,4 +473,13 @@ func (cl batchClaim[V]) giveBack(ctx context.Context, c *Client) {
 	for k, lease := range cl.leases {
 		c.releaseLease(ctx, c.fullKey(k), lease)
 	}
+}
+
+// negativeTTL is the TTL of a loader's cached "not found": its override
+// (capped at MaxNegativeTTL), or Options.NegativeTTL.
+func (c *Client) negativeTTL(override time.Duration) time.Duration {
+	if override > 0 {
+		return min(override, MaxNegativeTTL)
+	}
+	return c.negTTL
 }

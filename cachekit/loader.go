@@ -212,3 +212,20 @@ func OverrideTTL(ctx context.Context, ttl time.Duration) error {
 	flight.OverrideTTL(ctx, ttl)
 	return nil
 }
+
+// fromFlight reads a flight's value as a loaded[T]; ok is false when
+// another caller loaded the key as another type (its at and gone are
+// still read). The flight's value is the load wing's one any: one flight
+// serves the callers of one key, who may ask for different types.
+func fromFlight[T any](val any) (res loaded[T], ok bool) { // val: the flight's value
+	if res, ok = val.(loaded[T]); ok {
+		return res, true
+	}
+	if o, isLoad := val.(interface{ outcome() (time.Time, error) }); isLoad {
+		res.at, res.gone = o.outcome()
+	}
+	return res, false
+}
+
+// outcome is what a caller of another type reads of r (fromFlight).
+func (r loaded[V]) outcome() (time.Time, error) { return r.at, r.gone }

@@ -693,13 +693,6 @@ func newInvalidator(o *Invalidation) *coherence.State {
 		cmp.Or(o.FallbackL1Lifetime, DefaultFallbackL1Lifetime), o.RequireTracking)
 }
 
-// MaxNegativeTTL caps Options.NegativeTTL and the TTL a loader chooses with
-// OverrideTTL for its "not found" (a longer override is cut to it): one
-// hour, the longest an insert that no cache write announces (a write to
-// the source alone) stays hidden by a cached "not found", and the longest a
-// negative entry copied out of Redis can be replayed into it.
-const MaxNegativeTTL = time.Hour
-
 // defaultLeaseTTL is used when Options.LeaseTTL is zero.
 const defaultLeaseTTL = 5 * time.Second
 

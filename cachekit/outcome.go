@@ -2,8 +2,9 @@ package cachekit
 
 // What an outcome means to the caller and to the observer: a Redis failure
 // a read or write may absorb (Reliability.FailOpen), the error classes
-// metrics and logs name, entries that failed to open, and the loader's own
-// errors.
+// metrics and logs name, entries that failed to open, the loader's own
+// errors, and which outcomes of a read make GetOrLoad load (needsLoad) and
+// which "not found" a load caches as a negative entry (cachesAbsence).
 
 import (
 	"context"
@@ -127,4 +128,60 @@ func (c *Client) announceFailed(op string, full []string, err error) {
 		key = strings.TrimPrefix(full[0], c.prefix)
 	}
 	c.warn("invalidation not published after a write ("+op+")", key, err)
+}
+
+// isNegativeHit reports whether err is a NegativeHitError (nil costs
+// nothing: errors.As would allocate its target).
+func isNegativeHit(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne *NegativeHitError
+	return errors.As(err, &ne)
+}
+
+// errClasses tells the observer, and the warnings, what the Client's own
+// errors mean: the observer classes every other error itself.
+var errClasses = observe.Errors{NotFound: ErrNotFound, Closed: ErrClosed, Degraded: isMissError, Unopened: isUnopenable,
+	Negative:       isNegativeHit,
+	OutcomeUnknown: ErrOutcomeUnknown,
+	Invalid:        []error{ErrInvalidDestination, ErrInvalidTTL, ErrValueTooLarge, ErrNotBytes, errEmptyKey}}
+
+// isMissError reports a read FailOpen turned into a miss (*MissError).
+func isMissError(err error) bool {
+	var me *MissError
+	return errors.As(err, &me)
+}
+
+// isUnopenable reports a read that met an entry it could not open: a miss
+// to the caller (an Unopenable *EntryError matches ErrNotFound), a failure
+// of its class (auth_failed, format) to metrics and spans.
+func isUnopenable(err error) bool {
+	var ee *EntryError
+	return errors.As(err, &ee) && ee.Unopenable
+}
+
+// isNotFound reports whether err matches ErrNotFound.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// loadable reports whether a Get error means "load a fresh value".
+func loadable(err error) bool {
+	var ee *EntryError
+	return errors.Is(err, ErrNotFound) || errors.As(err, &ee)
+}
+
+// needsLoad reports whether a GetOrLoad read that returned err loads: a
+// miss, FailOpen's *MissError or an entry that cannot be opened do; a
+// NegativeHitError does not when this Client caches negatives (a Client
+// that does not loads and replaces it).
+func (c *Client) needsLoad(err error) bool {
+	return err != nil && loadable(err) && !(c.negTTL > 0 && isNegativeHit(err))
+}
+
+// cachesAbsence reports whether the loader's error err is a "not found"
+// this Client caches: negative caching on, err matching ErrNotFound, and
+// not a guess (FailOpen's *MissError or an entry that could not be
+// opened, met by a loader that reads a cache itself).
+func (c *Client) cachesAbsence(err error) bool {
+	return c.negTTL > 0 && errors.Is(err, ErrNotFound) && !isMissError(err) && !isUnopenable(err)
 }
