@@ -180,6 +180,30 @@ func (e *configError) Unwrap() []error {
 	return []error{ErrConfig, e.cause}
 }
 
+// NegativeHitError is what a read returns for a key whose cached entry is
+// a negative entry (a "not found" a loader returned and GetOrLoad cached,
+// Options.NegativeTTL) that authenticates under this Client's keys, key
+// and tenant and whose sealed not-after has not passed: the key is absent,
+// and the cache said so without a load. errors.Is(err, ErrNotFound)
+// holds. Get, GetWithTTL, GetBytes, AppendValue and Raw.AppendPayload
+// return it; MGet leaves the key out; GetOrLoad and GetOrLoadTTL return it
+// without loading when this Client caches negatives (otherwise they load,
+// and replace the negative entry). A loader's own "not found" reaches
+// GetOrLoad's callers as the loader returned it, and FailOpen's *MissError
+// is a miss that loads: neither is a NegativeHitError.
+type NegativeHitError struct {
+	// Tier is the tier that held the negative entry.
+	Tier Tier
+}
+
+// Error implements error.
+func (e *NegativeHitError) Error() string {
+	return "cachekit: not found (a cached not-found, " + string(e.Tier) + ")"
+}
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (e *NegativeHitError) Is(target error) bool { return target == ErrNotFound }
+
 // MissError is what a read returns when FailOpen turned a Redis failure
 // into a miss: errors.Is(err, ErrNotFound) holds (so GetOrLoad loads and
 // callers that treat "not found" as "compute it" keep working), and
