@@ -160,15 +160,15 @@ func (c *Client) l1Hit(key string) {
 // one; any other entry is counted, evicted and warned about, and the read
 // falls through to L2.
 func (c *Client) l1OpenFailed(ctx context.Context, s *scratch, key string, stored []byte, err error) ([]byte, bool, error) {
-	if notTheEntry(ctx, err) {
-		return nil, false, err
-	}
-	if err == errNegativeEntry {
+	if err == errNegativeEntry { // before notTheEntry: never a caller's error
 		if err = c.readNegative(ctx, s, TierL1, key, stored, 0, ticket{}); isNegativeHit(err) || notTheEntry(ctx, err) {
 			return nil, err != nil, err
 		}
 		c.l1.Delete(key) // lapsed, or not one: Redis decides
 		return nil, false, nil
+	}
+	if notTheEntry(ctx, err) {
+		return nil, false, err
 	}
 	c.openFailed(ctx, TierL1, err)
 	c.l1.Delete(key)

@@ -32,7 +32,8 @@ import (
 // get), and at, an instant at which it was known current: when the
 // loader started (the source said so after that), or just before the
 // script that read or stored it was sent. Zero at means none is known (a
-// load in L1-only or interop mode): every caller that joined its flight
+// load stored or found in L1-only or interop mode; one not stored there,
+// FailOpen's, carries its start): every caller that joined its flight
 // takes it. result makes every loaded value.
 type loaded[V any] struct {
 	v    V
@@ -160,12 +161,16 @@ type fill struct {
 }
 
 // giveBack releases what f holds on key when nothing will be stored by it
-// (its load failed, or its value cannot be sealed): the lease's renewer
-// and the lease (waiters need not wait it out).
+// (its load failed or panicked, or its value cannot be sealed): the
+// lease's renewer and the lease (waiters need not wait it out), and
+// interop mode's lock.
 func (f fill) giveBack(ctx context.Context, c *Client, key string) {
 	f.renewer.Stop()
 	if f.kind == fillLease {
 		c.releaseLease(ctx, c.fullKey(key), f.lease)
+	}
+	if f.unlock != nil {
+		f.unlock()
 	}
 }
 
@@ -182,8 +187,8 @@ const (
 // not nil, its failure), for ttl by f, and returns what the load's
 // callers get: res, with the instant it was last known current (as
 // loaded says: just before the fill was sent when it stored, else when the
-// loader started; none in L1-only and interop mode), or failed, after f
-// gave its claim back. A result is sealed (gone as a negative entry),
+// loader started; none when stored in L1-only or interop mode), or failed,
+// after f gave its claim back. A result is sealed (gone as a negative entry),
 // written to Redis by f's kind, then to L1 through the ticket taken
 // before the write (as Set does), and SWR told of a value's expiry. A
 // failure to seal or store is warned about and the callers still get res
@@ -205,8 +210,7 @@ func landKey[V any](ctx context.Context, c *Client, key string, res loaded[V], t
 	if err == nil {
 		stored, err = c.sealEntry(ctx, key, res.v, res.gone != nil, ttl)
 	}
-	var out landing
-	var at time.Time
+	out, at := landFailed, time.Time{}
 	if err != nil {
 		f.giveBack(ctx, c, key)
 	} else {
@@ -262,7 +266,7 @@ func (c *Client) storeLoaded(ctx context.Context, key string, stored []byte, ttl
 	return landStored, at, nil
 }
 
-// loadStoreFailed is what a load returns for err, land's failure to seal
+// loadStoreFailed is what a load returns for err, landKey's failure to seal
 // or store key's loaded value: ErrClosed as it is, else nil after a
 // warning (the load's callers get their value anyway).
 func (c *Client) loadStoreFailed(key string, err error) error {
@@ -273,8 +277,9 @@ func (c *Client) loadStoreFailed(key string, err error) error {
 	return nil
 }
 
-// fillL2 writes stored under key for ttl by f's kind (any but fillPlain),
-// under the reliability stack, and reports whether Redis stored it.
+// fillL2 writes stored under key for ttl by f's kind (fillAbsent, fillLease
+// or fillDigest), under the reliability stack, and reports whether Redis
+// stored it.
 func (c *Client) fillL2(ctx context.Context, key string, stored []byte, ttl time.Duration, f fill) (bool, error) {
 	full := c.fullKey(key)
 	var ok bool
@@ -453,7 +458,7 @@ func (c *Client) releaseLease(ctx context.Context, full, lease string) {
 }
 
 // batchClaim is what an MGetOrLoad batch holds before its loader runs:
-// the results found stored meanwhile (found), the keys to load, the fill
+// the results found stored meanwhile (prior), the keys to load, the fill
 // kind their results are stored by, and, with leases, the lease this batch
 // planted on each key it holds (the keys under another Client's lease, or
 // whose lease could not be planted, are loaded and not stored) with their

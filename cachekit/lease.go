@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -185,7 +186,7 @@ func lockClaim[T any](ctx context.Context, c *Client, key string) (claim[T], err
 			if ok {
 				return held, nil
 			}
-			f.unlock = unlock
+			f.unlock = sync.OnceFunc(unlock) // once landed, or given back
 			// The lock may have been free because its holder had just
 			// stored: look once more before loading.
 			if replace, found, _ = lookAgain[T](ctx, c, key); found.prior != nil {

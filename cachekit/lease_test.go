@@ -905,3 +905,77 @@ func TestOlderClientsLeaseKept(t *testing.T) {
 		t.Fatalf("LeaseTTLOf(new lease) = %v, %v", d, ok)
 	}
 }
+
+// A loader that panics gives its claim back at once, as one that fails
+// does: the lease (GetOrLoad's, every key's of an MGetOrLoad batch, no
+// renewal keeping it alive) and interop mode's {key}:lock are
+// gone when the call returns its error, and the next load stores.
+func TestPanickingLoaderGivesTheKeyBack(t *testing.T) {
+	t.Parallel()
+	boom := func(context.Context) (string, error) { panic("loader bug") }
+	held := func(t *testing.T, raw *redis.Client, keys ...string) {
+		t.Helper()
+		if n, err := raw.Exists(bg, keys...).Result(); err != nil || n != 0 {
+			t.Fatalf("after the panic Redis holds %d of the %d keys (%v): the claim was not given back", n, len(keys), err)
+		}
+	}
+	t.Run("lease", func(t *testing.T) {
+		t.Parallel()
+		c, raw := redisClient(t, Options{LeaseTTL: 300 * time.Millisecond})
+		if _, err := GetOrLoad(bg, c, "k", boom); err == nil {
+			t.Fatal("a panicking loader returned no error")
+		}
+		held(t, raw, "k")
+		if v, err := GetOrLoad(bg, c, "k", func(context.Context) (string, error) { return "v", nil }); err != nil || v != "v" {
+			t.Fatalf("the next load = %q, %v", v, err)
+		}
+	})
+	t.Run("batch", func(t *testing.T) {
+		t.Parallel()
+		c, raw := redisClient(t, Options{LeaseTTL: 300 * time.Millisecond})
+		_, err := MGetOrLoad(bg, c, []string{"a", "b"}, func(context.Context, []string) (map[string]string, error) {
+			panic("loader bug")
+		})
+		if err == nil {
+			t.Fatal("a panicking batch loader returned no error")
+		}
+		held(t, raw, "a", "b")
+	})
+	t.Run("interop lock", func(t *testing.T) {
+		t.Parallel()
+		c, raw := redisClient(t, Options{Interop: true, FleetSingleFlight: true})
+		key, err := InteropKey("users", "get_user", "panics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := GetOrLoad(bg, c, key, boom); err == nil {
+			t.Fatal("a panicking loader returned no error")
+		}
+		held(t, raw, key, key+":lock")
+		if v, err := GetOrLoad(bg, c, key, func(context.Context) (string, error) { return "v", nil }); err != nil || v != "v" {
+			t.Fatalf("the next load = %q, %v", v, err)
+		}
+	})
+}
+
+// A lease load whose value is not stored (it cannot be sealed: over
+// MaxValueBytes) goes to its callers with the instant its loader started,
+// never a zero one, which would let a caller that joined the flight later
+// (after a write) take it without loading again.
+func TestUnstoredLeaseLoadIsDated(t *testing.T) {
+	t.Parallel()
+	c, raw := redisClient(t, Options{MaxValueBytes: 1 << 10})
+	before := time.Now()
+	res, err := loadKey(bg, c, "k", time.Minute, func(context.Context) (string, error) {
+		return strings.Repeat("x", 2<<10), nil
+	}, false)
+	if err != nil || len(res.v) != 2<<10 {
+		t.Fatalf("load = %d bytes, %v", len(res.v), err)
+	}
+	if res.at.Before(before) || res.at.After(time.Now()) {
+		t.Fatalf("the unstored value is dated %v, want its loader's start (after %v)", res.at, before)
+	}
+	if n, _ := raw.Exists(bg, "k").Result(); n != 0 {
+		t.Fatal("the lease of a value that could not be sealed was left")
+	}
+}

@@ -153,7 +153,7 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 // (plant a lease, take interop mode's lock, or find what another load
 // stored meanwhile: then that is the result), run the loader, land its
 // result by the claim's fill (which gives the claim back when the loader
-// failed), and hand the result to the flight.
+// failed, or panicked), and hand the result to the flight.
 func loadKey[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (loaded[T], error) {
 	cl, err := claimKey[T](ctx, c, key, degraded)
 	switch {
@@ -162,6 +162,12 @@ func loadKey[T any](ctx context.Context, c *Client, key string, ttl time.Duratio
 	case cl.prior != nil:
 		return *cl.prior, nil
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			cl.fill.giveBack(ctx, c, key)
+			panic(r) // the flight turns it into its error
+		}
+	}()
 	res, ttl, err := loadStep(ctx, c, load, ttl)
 	return landKey(ctx, c, key, res, ttl, cl.fill, err)
 }

@@ -133,12 +133,14 @@ func mgetOrLoad[T any](ctx context.Context, c *Client, keys []string, loader fun
 // loads stored), run the loader once for the keys to load, land the
 // results, and hand each key's result to its flight.
 func loadBatch[T any](ctx context.Context, c *Client, keys []string, loader func(context.Context, []string) (map[string]T, error)) (res map[string]loaded[T], err error) {
+	var cl batchClaim[T]
 	defer func() {
 		if r := recover(); r != nil {
+			cl.giveBack(ctx, c)
 			err = flight.Panicked(r)
 		}
 	}()
-	cl := claimBatch[T](ctx, c, keys)
+	cl = claimBatch[T](ctx, c, keys)
 	if len(cl.load) == 0 {
 		return cl.prior, nil
 	}

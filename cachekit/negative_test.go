@@ -632,3 +632,19 @@ func TestNegativeHitIsOneOpen(t *testing.T) {
 		})
 	}
 }
+
+// A negative L1 entry read with a ctx that has ended is still a negative
+// hit: the head decides the kind before the ctx is asked, and no internal
+// error reaches the caller.
+func TestNegativeL1HitWithEndedCtx(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, Options{L1MaxBytes: 1 << 20, Encryption: encConfig(""), NegativeTTL: negTTL})
+	var calls atomic.Int64
+	cacheNegative(t, c, "k", &calls)
+	ended, cancel := context.WithCancel(bg)
+	cancel()
+	_, err := Get[string](ended, c, "k")
+	mustNegativeHit(t, "Get", err)
+	_, err = GetOrLoad(ended, c, "k", notFound(&calls))
+	mustNegativeHit(t, "GetOrLoad", err)
+}

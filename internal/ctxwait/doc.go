@@ -11,7 +11,7 @@
 //     done and d ≤ 0, say), either may be reported.
 //   - Sleep stops its timer before it returns and starts no goroutine. It
 //     does not read ctx.Err(): a caller that needs the reason asks ctx.
-//   - A Repeater's function is never called after its Stop returned, nor
-//     after its background ctx ended and the call in progress returned;
-//     Stop is safe on nil and more than once.
+//   - A Repeater's function is never called after its Stop returned; once
+//     its background ctx ended, at most one more call starts (a tick that
+//     was already due). Stop is safe on nil and more than once.
 package ctxwait
