@@ -149,7 +149,8 @@ func uses(files map[string]*ast.File, name string, fn func(file, fun string, pos
 
 // TestOneLoaderStep: a loader runs in one step (loadStep, and loadMany for
 // a batch), and a load's result, the cached "not found" among them, is
-// made in one function (result): every mode shares them.
+// made in one function (result; fromFlight reads another type's): every
+// mode shares them.
 func TestOneLoaderStep(t *testing.T) {
 	fset, files := cachekitFiles(t)
 	uses(files, "runLoader", func(file, fun string, pos token.Pos) {
@@ -170,6 +171,22 @@ func TestOneLoaderStep(t *testing.T) {
 			if id, isIdent := typ.(*ast.Ident); isIdent && id.Name == "loaded" && len(cl.Elts) > 0 {
 				if fun := funcOf(f, cl.Pos()); fun != "result" {
 					t.Errorf("%s: a load's result made in %s (%s), not by result", fset.Position(cl.Pos()), fun, file)
+				}
+			}
+			return true
+		})
+		// A cached "not found" is set only where results are made, and
+		// where a flight's result of another type is read (fromFlight).
+		ast.Inspect(f, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok {
+				return true
+			}
+			for _, lhs := range as.Lhs {
+				if sel, isSel := lhs.(*ast.SelectorExpr); isSel && sel.Sel.Name == "gone" {
+					if fun := funcOf(f, as.Pos()); fun != "result" && fun != "fromFlight" {
+						t.Errorf("%s: a load's absence set in %s (%s), not by result", fset.Position(as.Pos()), fun, file)
+					}
 				}
 			}
 			return true
