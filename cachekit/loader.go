@@ -153,7 +153,8 @@ func getOrLoad[T any](ctx context.Context, c *Client, key string, ttl time.Durat
 // (plant a lease, take interop mode's lock, or find what another load
 // stored meanwhile: then that is the result), run the loader, land its
 // result by the claim's fill (which gives the claim back when the loader
-// failed, or panicked), and hand the result to the flight.
+// failed; a loader's panic gives it back here), and hand the result to the
+// flight.
 func loadKey[T any](ctx context.Context, c *Client, key string, ttl time.Duration, load func(context.Context) (T, error), degraded bool) (loaded[T], error) {
 	cl, err := claimKey[T](ctx, c, key, degraded)
 	switch {
