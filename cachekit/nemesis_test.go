@@ -200,9 +200,17 @@ func runNemesisOn(t *testing.T, r nemesisRun, env nemesis.Env) nemesis.Result {
 	if artifacts == "" {
 		artifacts = filepath.Join(os.TempDir(), "cachekit-nemesis")
 	}
+	if r.cluster { // the check's slots are the cluster's (a fence covers one master)
+		for _, k := range []string{"nm:200:0:0", "nm:200:0:1", "nm:207:41:1", "{nm}:x"} {
+			if got, want := nemesis.Slot(k), env.Target.Cluster.Slot(t, k); got != want {
+				t.Fatalf("nemesis.Slot(%q) = %d, the cluster says %d", k, got, want)
+			}
+		}
+	}
 	cfg := nemesis.Config{
 		Clients:   clients,
 		Fenced:    !r.register,
+		Cluster:   r.cluster,
 		Register:  r.register,
 		Foreign:   env.Foreign,
 		Delta:     r.delta,

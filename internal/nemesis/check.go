@@ -75,17 +75,20 @@ func operationsGhosts(h history, fenced bool, loses []window, ghosts bool) []por
 }
 
 // settle returns when the failed write h.records[i] of a fencing Client
-// can land no more (the return of that Client's first write called after
-// the failure that succeeded: it waited for the fence; the end of the
-// history if none), and the value of the first write of its key that it
-// must precede (0: none): that Client's first successful write of the key
-// called after the failure, or anyone's called after that time. Writes of
-// a key are made one at a time, so the first is the least value.
+// can land no more (the return of that Client's first write to the same
+// server called after the failure that succeeded: it waited for the
+// fence; the end of the history if none), and the value of the first
+// write of its key that it must precede (0: none): that Client's first
+// successful write of the key called after the failure, or anyone's
+// called after that time. Writes of a key are made one at a time, so the
+// first is the least value. On a cluster the same server is the same
+// hash slot's master.
 func settle(h history, i int) (at int64, bound int) {
 	u := h.records[i]
 	at = h.end
 	for _, r := range h.records {
-		if r.client == u.client && r.write() && r.err == nil && r.call > u.ret {
+		if r.client == u.client && r.write() && r.err == nil && r.call > u.ret &&
+			(!h.cluster || Slot(r.key) == Slot(u.key)) {
 			at = min(at, r.ret)
 		}
 	}

@@ -40,9 +40,11 @@
 // porcupine keeps an operation that never returned: it may take effect at
 // any point from its call to the end of the history (cacheaside.Input's
 // Unknown), or, when the Clients fence failed connections (Config.Fenced),
-// up to the same Client's next write that succeeded, and before that
-// Client's next successful write of the same key (Bound): the promise of
-// cachekit's rule 22, and what the audit's reordered write broke.
+// up to the same Client's next write to the same server that succeeded
+// (on a cluster, Config.Cluster: of a key in the same hash slot, Slot),
+// and before that Client's next successful write of the same key (Bound):
+// the promise of cachekit's rule 22, and what the audit's reordered write
+// broke.
 //
 // Each history is checked at δ = 0, then up the ladder 1 ms ... 5 s, and
 // the least δ under which it is linearizable is counted (Result.Needed);

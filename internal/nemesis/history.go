@@ -35,10 +35,15 @@ type Config struct {
 	Clients []Client
 	// Fenced says the Clients fence a failed connection (cachekit's rule
 	// 22): a write whose outcome is unknown lands before the same
-	// Client's next write that succeeds, or never. The check then holds
-	// each unknown write to that (Input.Bound); false: an unknown write
-	// may land at any later time.
+	// Client's next write to that server that succeeds, or never. The
+	// check then holds each unknown write to that (Input.Bound); false: an
+	// unknown write may land at any later time.
 	Fenced bool
+	// Cluster says the keys are spread over a Redis Cluster's masters:
+	// a fence covers one master, so only a later write of a key in the
+	// same hash slot (Slot: always on the same master) bounds an unknown
+	// write; false: one server serves every key.
+	Cluster bool
 	// Foreign, if not nil, is a writer outside the Clients (a raw client);
 	// its failed writes are never settled.
 	Foreign Foreign
@@ -132,6 +137,7 @@ type history struct {
 	base    time.Time
 	end     int64 // after the last return, ns since base
 	records []record
+	cluster bool // Config.Cluster: a fence covers the keys of one slot
 }
 
 // runHistories runs n histories (more while cfg.MinFaults asks for them),
@@ -214,7 +220,7 @@ func runOne(ctx context.Context, cfg Config, h int, cur *running) history {
 		}
 		return m
 	}
-	hist := history{n: h, base: time.Now()}
+	hist := history{n: h, base: time.Now(), cluster: cfg.Cluster}
 	now := func() int64 { return time.Since(hist.base).Nanoseconds() }
 	var mu sync.Mutex
 	var wg sync.WaitGroup

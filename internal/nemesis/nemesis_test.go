@@ -227,3 +227,36 @@ func TestRemoteProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlot: the hash slots Redis's documentation gives for CLUSTER
+// KEYSLOT (cachekit's cluster nemesis compares more with a live cluster).
+func TestSlot(t *testing.T) {
+	for key, want := range map[string]int{"somekey": 11058, "foo{hash_tag}": 2515, "{hash_tag}bar": 2515, "123456789": 12739} {
+		if got := Slot(key); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+// On a cluster a fence covers one master: a failed write is bounded by
+// its Client's next successful write of a key in its slot, not by one of
+// a key another master may hold.
+func TestSettleOnACluster(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	a, b := "nm:1:0", "nm:1:1"
+	if Slot(a) == Slot(b) {
+		t.Fatal("the test needs two keys of two slots")
+	}
+	h := history{end: 100 * ms, records: []record{
+		rec(0, opSet, a, 1, 0, 10, errLost),
+		rec(0, opSet, b, 2, 11, 12, nil),
+		rec(1, opSet, a, 3, 20, 21, nil),
+	}}
+	if at, bound := settle(h, 0); at != 12*ms || bound != 3 {
+		t.Fatalf("one server: settle = %d ms, bound %d; want 12 ms, bound 3", at/ms, bound)
+	}
+	h.cluster = true
+	if at, bound := settle(h, 0); at != h.end || bound != 0 {
+		t.Fatalf("cluster: settle = %d ms, bound %d; want the end, no bound (the write of %s may be on another master)", at/ms, bound, b)
+	}
+}
