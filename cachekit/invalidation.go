@@ -1,5 +1,10 @@
 package cachekit
 
+// Invalidation at run time: New starts tracking (or its fallback) here,
+// and what it hears drops L1 copies and wakes lease waiters; what it is
+// configured with is Options.Invalidation (options.go), what it counted
+// InvalidationStats (stats.go).
+
 import (
 	"context"
 	"time"
