@@ -253,10 +253,8 @@ func (c *Client) storeLoaded(ctx context.Context, key string, stored []byte, ttl
 	f.renewer.Stop() // Redis answered: the lease is used or lost
 	switch {
 	case err != nil:
-		c.dropL1(key) // Redis state unknown
-		if f.kind == fillLease {
-			c.releaseLease(ctx, c.fullKey(key), f.lease) // waiters need not wait it out
-		}
+		c.dropL1(key)           // Redis state unknown
+		f.giveBack(ctx, c, key) // waiters need not wait the lease out
 		return landFailed, at, err
 	case !ok:
 		c.stats.LeasesLost.Add(1) // a write came first: it stays
@@ -342,10 +340,10 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 			}
 			res[k] = r
 		}
-		switch lease, held := cl.leases[k]; {
+		switch _, held := cl.leases[k]; {
 		case cl.kind == fillLease && !held:
 		case !ok && held: // left out by the loader: nothing to cache, give the key back
-			c.releaseLease(ctx, c.fullKey(k), lease)
+			cl.release(ctx, c, k)
 		case ok:
 			keys = append(keys, k)
 		}
@@ -369,7 +367,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 				return nil, err
 			}
 			c.warn("a batch load could not store a loaded value", k, err)
-			c.giveBackOne(ctx, cl.leases, k)
+			cl.release(ctx, c, k)
 			err = nil
 			continue
 		}
@@ -399,7 +397,7 @@ func landBatch[V any](ctx context.Context, c *Client, cl batchClaim[V], vals map
 				c.stats.L2Errors.Add(1) // one item's failure; the round trip's is counted by redis
 			}
 			c.warn("a batch load could not store the loaded values", k, errs[j])
-			c.giveBackOne(ctx, cl.leases, k)
+			cl.release(ctx, c, k)
 		case !done[j]:
 			c.stats.LeasesLost.Add(1)
 		default:
@@ -439,14 +437,6 @@ func (c *Client) fillMany(ctx context.Context, batch []l2.Item, leases []string,
 	return done, errs, err
 }
 
-// giveBackOne releases key's lease in leases, if it has one: a batch
-// result that will not be stored.
-func (c *Client) giveBackOne(ctx context.Context, leases map[string]string, key string) {
-	if lease, ok := leases[key]; ok {
-		c.releaseLease(ctx, c.fullKey(key), lease)
-	}
-}
-
 // releaseLease gives the key back (deletes the lease if still there),
 // within one attempt's bound whatever ctx says; the lease expires anyway.
 // On the auto-pipelined stream it goes after the Acquire that planted the
@@ -471,12 +461,20 @@ type batchClaim[V any] struct {
 	renewer *ctxwait.Repeater
 }
 
-// giveBack releases the leases cl holds (its load failed); nil leases
-// hold none.
+// giveBack releases the leases cl holds (its load failed or panicked);
+// nil leases hold none.
 func (cl batchClaim[V]) giveBack(ctx context.Context, c *Client) {
 	cl.renewer.Stop()
-	for k, lease := range cl.leases {
-		c.releaseLease(ctx, c.fullKey(k), lease)
+	for k := range cl.leases {
+		cl.release(ctx, c, k)
+	}
+}
+
+// release gives back key's lease, if cl holds one: a result of the batch
+// that will not be stored.
+func (cl batchClaim[V]) release(ctx context.Context, c *Client, key string) {
+	if lease, ok := cl.leases[key]; ok {
+		c.releaseLease(ctx, c.fullKey(key), lease)
 	}
 }
 
